@@ -1,0 +1,175 @@
+"""Registry commands: ingest, services list|show|remove, stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from a2x_local.cli.app import app
+from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for
+from a2x_local.db import transaction
+from a2x_local.registry.formats import FORMATS, Limits
+from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
+from a2x_local.registry.store import Registry
+
+services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
+app.add_typer(services_app, name="services")
+
+_FORMAT_HELP = "Input format: " + "; ".join(f"[bold]{k}[/bold] = {v}" for k, v in FORMATS.items())
+
+
+def _print_report(report: IngestReport, db: Path) -> None:
+    table = Table(title=f"Ingest into {db}")
+    for column in ("file", "format", "services"):
+        table.add_column(column, justify="right" if column == "services" else "left")
+    for summary in report.files:
+        table.add_row(summary.path, summary.format, f"{summary.services:,}")
+    console.print(table)
+    verb = "would add" if report.dry_run else "added"
+    console.print(f"{verb} [green]{len(report.added):,}[/green], updated [yellow]{len(report.updated):,}"
+                  f"[/yellow], unchanged {len(report.unchanged):,}")
+    for change in report.updated[:20]:
+        console.print(f"  updated {change.id} ({', '.join(change.fields)})", highlight=False)
+    if len(report.updated) > 20:
+        console.print(f"  ... and {len(report.updated) - 20:,} more")
+
+
+@app.command("ingest")
+def ingest_command(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to read.", show_default=False,
+                                                  metavar="PATH...")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help=_FORMAT_HELP)] = "auto",
+    replace: Annotated[bool, typer.Option("--replace", help="Update services whose id exists with changed "
+                                          "content (otherwise they are conflicts and nothing is written).")] = False,
+    server: Annotated[str | None, typer.Option("--server", help="MCP server name for tools/list files "
+                                               "(ids become SERVER/TOOL); default: from the file.")] = None,
+    max_description_chars: Annotated[int | None, typer.Option(help="Reject longer descriptions.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and report, write nothing.")] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Load services from files or folders into the registry, all or nothing.
+
+    Example: a2x-local ingest data/sample_services.json data/skills --json
+    """
+    settings = settings_for(ctx, db)
+    section = settings.section("registry")
+    limits = Limits(max_description_chars=max_description_chars or int(section.get("max_description_chars", 20000)),
+                    max_name_chars=int(section.get("max_name_chars", 300)))
+    with open_registry_db(settings) as con:
+        try:
+            report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)
+        except ConflictError as exc:
+            if not json_output:
+                for change in exc.report.conflicts[:20]:
+                    console.print(f"  conflict {change.id} ({', '.join(change.fields)} differ)", highlight=False)
+            raise
+        total = Registry(con).count()
+    if json_output:
+        print_json(report.to_dict() | {"registry_services": total})
+    else:
+        _print_report(report, settings.db_path)
+        console.print(f"registry now holds {total:,} services")
+
+
+@app.command("stats")
+def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Counts by type and source, description lengths, and the registry fingerprint.
+
+    Example: a2x-local stats --json
+    """
+    settings = settings_for(ctx, db)
+    with open_registry_db(settings) as con:
+        stats = Registry(con).stats()
+    if json_output:
+        print_json(stats.to_dict() | {"db": str(settings.db_path)})
+        return
+    console.print(f"[bold]{settings.db_path}[/bold]: {stats.services:,} services, {stats.ingest_runs} ingest runs")
+    if not stats.services:
+        console.print("the registry is empty: load services with `a2x-local ingest PATH...`")
+        return
+    for title, counts in (("by type", stats.by_type), ("by source", stats.by_source)):
+        table = Table(title=title)
+        table.add_column(title.split()[1])
+        table.add_column("services", justify="right")
+        shown = list(counts.items())
+        for key, value in shown[:15]:
+            table.add_row(key, f"{value:,}")
+        if len(shown) > 15:
+            table.add_row(f"... {len(shown) - 15:,} more (see --json)", f"{sum(v for _, v in shown[15:]):,}")
+        console.print(table)
+    lengths = stats.description_chars
+    console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
+    console.print(f"fingerprint: {stats.fingerprint}")
+
+
+@services_app.command("list")
+def list_command(
+    ctx: typer.Context,
+    service_type: Annotated[str | None, typer.Option("--type", help="Only this type.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only sources containing this text.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = 50,
+    offset: Annotated[int, typer.Option(help="Skip this many first.")] = 0,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """List services, ordered by id.
+
+    Example: a2x-local services list --type mcp_tool --limit 20
+    """
+    settings = settings_for(ctx, db)
+    with open_registry_db(settings) as con:
+        registry = Registry(con)
+        services = registry.list(service_type=service_type, source=source, limit=limit or None, offset=offset)
+        total = registry.count()
+    if json_output:
+        print_json([s.to_dict() for s in services])
+        return
+    table = Table(title=f"{len(services):,} of {total:,} services")
+    for column in ("id", "type", "name", "description"):
+        table.add_column(column, overflow="fold" if column != "description" else "ellipsis",
+                         no_wrap=column == "description")
+    for s in services:
+        table.add_row(s.id, s.type, s.name, s.description[:120])
+    console.print(table)
+
+
+@services_app.command("show")
+def show_command(ctx: typer.Context, service_id: Annotated[str, typer.Argument(metavar="ID")],
+                 db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Everything stored about one service.
+
+    Example: a2x-local services show skill/pdf
+    """
+    settings = settings_for(ctx, db)
+    with open_registry_db(settings) as con:
+        service = Registry(con).require(service_id)
+    if json_output:
+        print_json(service.to_dict())
+        return
+    console.print(f"[bold]{service.id}[/bold] ({service.type})", highlight=False)
+    console.print(f"name: {service.name}", highlight=False)
+    console.print(f"description: {service.description}", highlight=False)
+    console.print(f"source: {service.source}", highlight=False)
+    console.print_json(data=service.metadata)
+
+
+@services_app.command("remove")
+def remove_command(ctx: typer.Context,
+                   service_ids: Annotated[list[str], typer.Argument(metavar="ID...", show_default=False)],
+                   db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Delete services by id (all or none).
+
+    Example: a2x-local services remove mcp_service_1 mcp_service_2
+    """
+    settings = settings_for(ctx, db)
+    with open_registry_db(settings) as con, transaction(con):
+        removed = Registry(con).remove(service_ids)
+    if json_output:
+        print_json({"removed": removed, "ids": service_ids})
+    else:
+        console.print(f"removed {removed} service(s)")

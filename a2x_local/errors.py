@@ -1,0 +1,47 @@
+"""Errors that reach users. Every one carries a message that names what went wrong and a hint for what to do."""
+
+from __future__ import annotations
+
+
+class A2XError(Exception):
+    """Base of every error a2x-local reports to a user; ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.code = code or type(self).__name__
+
+    def to_dict(self) -> dict[str, str | None]:
+        """Structured form for `--json` output and server callers."""
+        return {"error": self.code, "message": self.message, "hint": self.hint}
+
+
+class UserError(A2XError):
+    """Bad input, a missing file or model, a state the user must fix: exit code 1."""
+
+
+class InputError(UserError):
+    """A malformed input file; the message names the file, the entry and the field."""
+
+    def __init__(self, file: str, message: str, *, entry: str | int | None = None, field: str | None = None,
+                 hint: str | None = None) -> None:
+        where = [file]
+        if entry is not None:
+            where.append(f"entry {entry}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        super().__init__(f"{': '.join(where)}: {message}", hint=hint, code="InputError")
+        self.file = file
+        self.entry = entry
+        self.field = field
+
+
+class DatabaseBusyError(UserError):
+    """Another process holds the registry database for writing."""
+
+
+class BuildRunningError(UserError):
+    """A build is already running on this database."""

@@ -1,0 +1,109 @@
+"""Counting every model call: calls, tokens, failures and seconds per call type."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rich.table import Table
+
+
+@dataclass
+class CallStats:
+    """Totals for one call type. ``calls`` counts every attempt sent to a model, retries included."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: CallStats) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.failures += other.failures
+        self.retries += other.retries
+        self.seconds += other.seconds
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Usage:
+    """Per-label call statistics plus the number of sequential engine rounds (``generate`` calls)."""
+
+    by_label: dict[str, CallStats] = field(default_factory=dict)
+    rounds: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, label: str, *, calls: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0,
+               failures: int = 0, retries: int = 0, seconds: float = 0.0) -> None:
+        with self._lock:
+            stats = self.by_label.setdefault(label, CallStats())
+            stats.add(CallStats(calls, prompt_tokens, completion_tokens, failures, retries, seconds))
+
+    def count_round(self) -> None:
+        with self._lock:
+            self.rounds += 1
+
+    def total(self) -> CallStats:
+        total = CallStats()
+        for stats in self.by_label.values():
+            total.add(stats)
+        return total
+
+    def merge(self, other: Usage) -> None:
+        for label, stats in other.by_label.items():
+            self.record(label, **asdict(stats))
+        with self._lock:
+            self.rounds += other.rounds
+
+    def snapshot(self) -> Usage:
+        copy = Usage(rounds=self.rounds)
+        copy.merge(self)
+        copy.rounds = self.rounds
+        return copy
+
+    def since(self, earlier: Usage) -> Usage:
+        """What was used after ``earlier`` (a snapshot of this same object) was taken."""
+        delta = Usage(rounds=self.rounds - earlier.rounds)
+        for label, stats in self.by_label.items():
+            before = earlier.by_label.get(label, CallStats())
+            delta.by_label[label] = CallStats(
+                stats.calls - before.calls, stats.prompt_tokens - before.prompt_tokens,
+                stats.completion_tokens - before.completion_tokens, stats.failures - before.failures,
+                stats.retries - before.retries, stats.seconds - before.seconds,
+            )
+        return delta
+
+    def to_dict(self) -> dict[str, Any]:
+        total = self.total()
+        return {
+            "rounds": self.rounds,
+            "by_call_type": {label: asdict(stats) for label, stats in sorted(self.by_label.items())},
+            "total": asdict(total) | {"total_tokens": total.total_tokens},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        usage = cls(rounds=int(data.get("rounds", 0)))
+        for label, stats in data.get("by_call_type", {}).items():
+            usage.by_label[label] = CallStats(**stats)
+        return usage
+
+    def table(self, title: str = "Model calls") -> Table:
+        """A rich table, one row per call type and a total row."""
+        table = Table(title=title)
+        for column in ("call type", "calls", "prompt tok", "completion tok", "failures", "retries", "seconds"):
+            table.add_column(column, justify="left" if column == "call type" else "right")
+        rows = [*sorted(self.by_label.items()), ("total", self.total())]
+        for label, stats in rows:
+            table.add_row(label, f"{stats.calls:,}", f"{stats.prompt_tokens:,}", f"{stats.completion_tokens:,}",
+                          f"{stats.failures:,}", f"{stats.retries:,}", f"{stats.seconds:.1f}",
+                          style="bold" if label == "total" else None)
+        return table

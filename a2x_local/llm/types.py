@@ -1,0 +1,133 @@
+"""The one request/result language every stage speaks to every engine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+Message = Mapping[str, str]
+FinishReason = Literal["stop", "length", "invalid", "error"]
+
+
+@dataclass(frozen=True)
+class JsonConstraint:
+    """The answer is JSON matching a pydantic model (bound every string and list: see README, engines)."""
+
+    model: type[BaseModel]
+
+    @property
+    def kind(self) -> str:
+        return "json"
+
+    def schema(self) -> dict[str, Any]:
+        return self.model.model_json_schema()
+
+    def parse(self, text: str) -> BaseModel:
+        return self.model.model_validate_json(text)
+
+
+@dataclass(frozen=True)
+class RegexConstraint:
+    """The answer matches a regular expression in full."""
+
+    pattern: str
+
+    @property
+    def kind(self) -> str:
+        return "regex"
+
+    def parse(self, text: str) -> str:
+        if re.fullmatch(self.pattern, text) is None:
+            raise ValueError(f"answer {text[:80]!r} does not match /{self.pattern}/")
+        return text
+
+
+@dataclass(frozen=True)
+class ChoiceConstraint:
+    """The answer is exactly one of a few strings."""
+
+    options: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.options:
+            raise ValueError("a choice needs at least one option")
+
+    @property
+    def kind(self) -> str:
+        return "choice"
+
+    def parse(self, text: str) -> str:
+        if text not in self.options:
+            raise ValueError(f"answer {text[:80]!r} is not one of {len(self.options)} options")
+        return text
+
+
+Constraint = JsonConstraint | RegexConstraint | ChoiceConstraint
+
+
+@dataclass(frozen=True)
+class Request:
+    """Chat messages, an output constraint and a budget. ``label`` names the call type for accounting.
+
+    ``context`` carries structured facts about the request (the ids behind offered positions, the node being
+    split, ...). It is never sent to a model: scripted test engines answer from it and logs print it.
+    """
+
+    messages: Sequence[Message]
+    constraint: Constraint
+    max_tokens: int = 256
+    label: str = "default"
+    temperature: float = 0.0
+    seed: int | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    """One answer. ``ok`` is False when the text never validated; ``value`` is then None and ``error`` says why."""
+
+    text: str
+    value: Any
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: FinishReason
+    seconds: float
+    attempts: int = 1
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class RawOutput:
+    """What an engine backend returns before validation."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: Literal["stop", "length", "error"]
+    seconds: float = 0.0
+    error: str | None = None
+
+
+def validate(request: Request, raw: RawOutput) -> Result:
+    """Turn raw text into a Result: parsed when complete and valid, an explained failure otherwise."""
+    if raw.finish_reason == "error":
+        return Result(raw.text, None, raw.prompt_tokens, raw.completion_tokens, "error", raw.seconds,
+                      error=raw.error or "engine error")
+    if raw.finish_reason == "length":
+        return Result(raw.text, None, raw.prompt_tokens, raw.completion_tokens, "length", raw.seconds,
+                      error=f"answer cut off at {request.max_tokens} tokens")
+    try:
+        value = request.constraint.parse(raw.text)
+    except (ValidationError, ValueError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Result(raw.text, None, raw.prompt_tokens, raw.completion_tokens, "invalid", raw.seconds,
+                      error=f"answer does not validate: {message}")
+    return Result(raw.text, value, raw.prompt_tokens, raw.completion_tokens, "stop", raw.seconds)

@@ -1,0 +1,135 @@
+"""Ingest: read every input completely, check it, then apply it to the registry in one transaction.
+
+Nothing is written unless everything is valid: a bad entry anywhere, a duplicate id, or (without ``replace``) a
+changed service, leaves the database exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from a2x_local.db import transaction
+from a2x_local.errors import InputError, UserError
+from a2x_local.registry.formats import Limits, read_paths
+from a2x_local.registry.store import Registry
+from a2x_local.registry.types import Service
+
+
+@dataclass
+class FileSummary:
+    path: str
+    format: str
+    services: int
+
+
+@dataclass
+class Change:
+    """A service whose id exists with different content; ``fields`` names what differs."""
+
+    id: str
+    fields: list[str]
+
+
+@dataclass
+class IngestReport:
+    files: list[FileSummary] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    updated: list[Change] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    conflicts: list[Change] = field(default_factory=list)
+    run_id: int | None = None
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": [f.__dict__ for f in self.files],
+            "added": len(self.added),
+            "updated": [c.__dict__ for c in self.updated],
+            "unchanged": len(self.unchanged),
+            "conflicts": [c.__dict__ for c in self.conflicts],
+            "run_id": self.run_id,
+            "dry_run": self.dry_run,
+        }
+
+
+class ConflictError(UserError):
+    """Changed services were found and ``replace`` was not given; carries the report for display."""
+
+    def __init__(self, report: IngestReport) -> None:
+        count = len(report.conflicts)
+        shown = ", ".join(repr(c.id) for c in report.conflicts[:5]) + (" ..." if count > 5 else "")
+        super().__init__(
+            f"{count} service(s) already exist with different content ({shown}); nothing was ingested",
+            hint="re-run with --replace to update them",
+            code="IngestConflict",
+        )
+        self.report = report
+
+
+def _changed_fields(old: Service, new: Service) -> list[str]:
+    fields = [name for name in ("type", "name", "description") if getattr(old, name) != getattr(new, name)]
+    if json.dumps(old.metadata, sort_keys=True) != json.dumps(new.metadata, sort_keys=True):
+        fields.append("metadata")
+    return fields
+
+
+def collect(paths: Sequence[Path], fmt: str = "auto", limits: Limits | None = None,
+            server: str | None = None) -> tuple[list[FileSummary], list[Service]]:
+    """Read and check every input; duplicate ids anywhere in one ingest are an error."""
+    files, services, seen = [], [], {}
+    for path, detected, group in read_paths(paths, fmt, limits, server):
+        files.append(FileSummary(str(path), detected, len(group)))
+        for service in group:
+            if service.id in seen:
+                raise InputError(str(path), f"duplicate id (first seen in {seen[service.id]})",
+                                 entry=repr(service.id), field="id")
+            seen[service.id] = service.source or str(path)
+            services.append(service)
+    return files, services
+
+
+def ingest(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, fmt: str = "auto", replace: bool = False,
+           limits: Limits | None = None, server: str | None = None, dry_run: bool = False) -> IngestReport:
+    """Add new services, update changed ones (only with ``replace``), skip identical ones; all or nothing."""
+    if not paths:
+        raise UserError("no input paths given")
+    started = datetime.now()
+    files, services = collect(paths, fmt, limits, server)
+    registry = Registry(con)
+    existing = registry.get_many(s.id for s in services)
+    report = IngestReport(files=files, dry_run=dry_run)
+    new, changed = [], []
+    for service in services:
+        old = existing.get(service.id)
+        if old is None:
+            new.append(service)
+            report.added.append(service.id)
+        elif old.same_content(service):
+            report.unchanged.append(service.id)
+        else:
+            change = Change(service.id, _changed_fields(old, service))
+            (report.updated if replace else report.conflicts).append(change)
+            changed.append(service)
+    if report.conflicts:
+        raise ConflictError(report)
+    if dry_run:
+        return report
+    with transaction(con):
+        registry.insert(new)
+        if replace:
+            registry.update(changed)
+        row = con.execute(
+            "INSERT INTO ingest_runs (started_at, finished_at, paths, format, replace, added, updated, unchanged,"
+            " conflicts, status) VALUES (?, now(), ?, ?, ?, ?, ?, ?, 0, 'completed') RETURNING id",
+            [started, json.dumps([str(p) for p in paths]), fmt, replace, len(report.added), len(report.updated),
+             len(report.unchanged)],
+        ).fetchone()
+        report.run_id = int(row[0])
+    return report

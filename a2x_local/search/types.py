@@ -1,0 +1,57 @@
+"""Plain data types of the search stage: what every method (retrieval, A2X, LLM baselines) returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One query with its own options, so concurrent requests never share mutable state."""
+
+    query: str
+    k: int | None = None          # ranked methods: how many to return
+    mode: str | None = None       # LLM methods: get_all | get_important | get_one
+
+
+@dataclass
+class Hit:
+    """One returned service; ``path`` is the tree path that led to it (A2X methods)."""
+
+    service_id: str
+    score: float | None = None
+    path: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchAnswer:
+    """A method's answer to one query, with what it cost."""
+
+    query: str
+    hits: list[Hit]
+    ranked: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    rounds: int = 0
+    candidates_shown: int = 0
+    seconds: float = 0.0
+    trace: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return [hit.service_id for hit in self.hits]
+
+
+class SearchMethod(Protocol):
+    """Anything `a2x-local search` and `a2x-local eval` can run."""
+
+    name: str
+    ranked: bool
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
+        """Answer many requests together (LLM methods batch their engine rounds across them)."""
+        ...

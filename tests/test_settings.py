@@ -1,0 +1,45 @@
+"""Settings precedence: default.toml < $A2X_HOME/config.toml < $A2X_CONFIG < environment < flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from a2x_local.errors import UserError
+from a2x_local.settings import deep_merge, load_settings
+
+
+def test_defaults_and_home(tmp_path: Path) -> None:
+    settings = load_settings(environ={"A2X_HOME": str(tmp_path)})
+    assert settings.home == tmp_path.resolve()
+    assert settings.db_path == tmp_path.resolve() / "registry.duckdb"
+    assert settings.section("registry")["max_description_chars"] > 0
+    assert settings.section("no-such-section") == {}
+
+
+def test_user_files_environment_and_flags_override_in_order(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.toml").write_text("[registry]\nmax_description_chars = 10\nmax_name_chars = 5\n")
+    extra = tmp_path / "extra.toml"
+    extra.write_text("[registry]\nmax_name_chars = 7\n")
+    env = {"A2X_HOME": str(tmp_path), "A2X_CONFIG": str(extra), "A2X_DB": "env.duckdb",
+           "A2X_MODELS_DIR": str(tmp_path / "weights")}
+    settings = load_settings(environ=env)
+    assert settings.section("registry")["max_description_chars"] == 10
+    assert settings.section("registry")["max_name_chars"] == 7
+    assert settings.db_path == (tmp_path / "env.duckdb").resolve()
+    assert settings.models_dir == (tmp_path / "weights").resolve()
+    flagged = load_settings(db="flag.duckdb", environ=env).with_overrides("registry", max_name_chars=9, other=None)
+    assert flagged.db_path == (tmp_path / "flag.duckdb").resolve()
+    assert flagged.section("registry") == {"max_description_chars": 10, "max_name_chars": 9, "lock_timeout_s": 30}
+
+
+def test_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[registry\n")
+    with pytest.raises(UserError, match="config.toml: not valid TOML"):
+        load_settings(environ={"A2X_HOME": str(tmp_path)})
+
+
+def test_deep_merge_keeps_unrelated_keys() -> None:
+    assert deep_merge({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}}) == {"a": {"x": 1, "y": 3}, "b": 1}
