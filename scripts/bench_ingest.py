@@ -17,10 +17,13 @@ from a2x_local.db import connect
 from a2x_local.registry.ingest import ingest
 from a2x_local.registry.store import Registry
 
-WORDS = ("weather forecast flight hotel booking invoice payment stock price news article translate text image "
-         "resize video audio transcribe email calendar meeting reminder database query customer order shipping "
-         "tracking recipe nutrition fitness map route traffic currency exchange crypto wallet tax report pdf "
-         "spreadsheet chart search index file upload storage backup security scan vulnerability login").split()
+WORDS = (
+    "weather forecast flight hotel booking invoice payment stock price news article translate text "
+    "image resize video audio transcribe email calendar meeting reminder database query customer "
+    "order shipping tracking recipe nutrition fitness map route traffic currency exchange crypto "
+    "wallet tax report pdf spreadsheet chart search index file upload storage backup security scan "
+    "vulnerability login"
+).split()
 
 
 def synthetic(n: int, seed: int = 7) -> list[dict]:

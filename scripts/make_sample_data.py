@@ -45,8 +45,9 @@ def main() -> None:
     others = sorted(set(by_id) - set(tool_ids))
     tool_ids += rng.sample(others, EXTRA_TOOLS)
     _write(OUT / "toolret_tools.json", [by_id[i] for i in sorted(tool_ids)])
-    _write(OUT.parent / "sample_queries.json", [{"id": q["id"], "query": q["query"].strip(), "correct_tools": q["correct_tools"]}
-                                  for q in chosen_queries])
+    queries_out = [{"id": q["id"], "query": q["query"].strip(), "correct_tools": q["correct_tools"]}
+                   for q in chosen_queries]
+    _write(OUT.parent / "sample_queries.json", queries_out)
 
     families: dict[str, list[dict]] = defaultdict(list)
     for service_id in sorted(set(by_id) - set(tool_ids)):

@@ -37,7 +37,7 @@ def test_user_files_environment_and_flags_override_in_order(tmp_path: Path, monk
 
 def test_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[registry\n")
-    with pytest.raises(UserError, match="config.toml: not valid TOML"):
+    with pytest.raises(UserError, match=r"config\.toml: not valid TOML"):
         load_settings(environ={"A2X_HOME": str(tmp_path)})
 
 

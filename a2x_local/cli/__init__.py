@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +19,8 @@ __all__ = ["app", "main", "run"]
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code: 0 success, 1 user error, 2 usage error, 130 interrupted."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # Libraries that log to stdout (vLLM does by default) must not corrupt `--json` output.
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="a2x-local", standalone_mode=False)

@@ -39,6 +39,12 @@ def _root(
 def _register() -> None:
     # Each module adds its commands to `app`; importing them here keeps the order of `--help` stable.
     from a2x_local.cli import registry_cmds  # noqa: F401
+    # isort: split
+    from a2x_local.cli import eval_cmds, index_cmds, search_cmds  # noqa: F401  (registers index, search, eval)
+    # isort: split
+    from a2x_local.cli import models_cmds  # noqa: F401  (registers models list|check)
+    # isort: split
+    from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)
 
 
 _register()

@@ -70,15 +70,17 @@ class Usage:
         return copy
 
     def since(self, earlier: Usage) -> Usage:
-        """What was used after ``earlier`` (a snapshot of this same object) was taken."""
+        """What was used after ``earlier`` (a snapshot of this same object) was taken; idle labels are left out."""
         delta = Usage(rounds=self.rounds - earlier.rounds)
         for label, stats in self.by_label.items():
             before = earlier.by_label.get(label, CallStats())
-            delta.by_label[label] = CallStats(
+            change = CallStats(
                 stats.calls - before.calls, stats.prompt_tokens - before.prompt_tokens,
                 stats.completion_tokens - before.completion_tokens, stats.failures - before.failures,
                 stats.retries - before.retries, stats.seconds - before.seconds,
             )
+            if change != CallStats():
+                delta.by_label[label] = change
         return delta
 
     def to_dict(self) -> dict[str, Any]:

@@ -190,6 +190,8 @@ def delete_build(con: duckdb.DuckDBPyConnection, build_id: int, *, force: bool =
 
 def save_usage(con: duckdb.DuckDBPyConnection, build_id: int, usage: Usage) -> None:
     con.execute("DELETE FROM build_usage WHERE build_id = ?", [build_id])
+    if not usage.by_label:
+        return
     con.executemany(
         "INSERT INTO build_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [[build_id, label, s.calls, s.prompt_tokens, s.completion_tokens, s.failures, s.retries, s.seconds]
@@ -220,3 +222,11 @@ def latest_checkpoint(con: duckdb.DuckDBPyConnection, build_id: int) -> tuple[in
         [build_id],
     ).fetchone()
     return (row[0], row[1], json.loads(row[2])) if row else None
+
+
+def prune_checkpoints(con: duckdb.DuckDBPyConnection, build_id: int, *, keep_round: int | None) -> None:
+    """Drop checkpoints before ``keep_round`` (every one when None): only the latest is ever resumed from."""
+    if keep_round is None:
+        con.execute("DELETE FROM build_checkpoints WHERE build_id = ?", [build_id])
+    else:
+        con.execute("DELETE FROM build_checkpoints WHERE build_id = ? AND round < ?", [build_id, keep_round])

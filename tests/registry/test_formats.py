@@ -111,5 +111,5 @@ def test_folder_mixes_formats_and_skips_files_inside_skill_folders(tmp_path: Pat
     skill.mkdir()
     (skill / "SKILL.md").write_text("---\nname: reports\ndescription: Build weekly reports.\n---\nBody\n")
     (skill / "template.json").write_text("{\"not\": \"a service\"}")
-    [(folder, fmt, services)] = read_path(tmp_path)
+    [(_folder, fmt, services)] = read_path(tmp_path)
     assert (fmt, [s.id for s in services]) == ("skills", ["skill/reports"])

@@ -71,7 +71,7 @@ def test_changed_entry_is_a_conflict_without_replace_and_an_update_with_it(cli, 
 
 
 def test_duplicate_ids_inside_one_input_are_an_error(cli, db_path: Path, tmp_path: Path) -> None:
-    entries = good_entries() + [dict(good_entries()[0], name="Other")]
+    entries = [*good_entries(), dict(good_entries()[0], name="Other")]
     result = cli("ingest", write_json(tmp_path / "dup.json", entries))
     assert result.code == 1
     assert "dup.json" in result.err and "'svc/a'" in result.err and "duplicate id" in result.err
@@ -92,7 +92,7 @@ BAD_INPUTS = {
     "unknown_type": ([{"id": "x", "type": "robot", "name": "X", "description": "d"}], "unknown service type",
                      "0 (id 'x')", "type"),
     "entry_not_object": ([["x"]], "must be an object, got array", "entry 0", None),
-    "second_entry_bad": (good_entries() + [{"id": "z", "name": 3, "description": "d"}], "must be a string",
+    "second_entry_bad": ([*good_entries(), {"id": "z", "name": 3, "description": "d"}], "must be a string",
                          "2 (id 'z')", "name"),
     "empty_file": ("", "file is empty", None, None),
     "empty_list": ([], "contains no services", None, None),

@@ -1,0 +1,138 @@
+"""`a2x-local build`: the LLM taxonomy build (the nightly job)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from a2x_local.cli.app import app
+from a2x_local.cli.common import DbOption, JsonOption, console, err_console, print_json, settings_for, want_progress
+from a2x_local.cli.engine_options import (
+    BaseUrlOption,
+    DtypeOption,
+    EngineOption,
+    GpuMemoryOption,
+    MaxModelLenOption,
+    ModelOption,
+    QuantizationOption,
+    StructuredBackendOption,
+    TensorParallelOption,
+    engine_from_options,
+)
+from a2x_local.llm.accounting import Usage
+from a2x_local.llm.types import Result
+from a2x_local.taxonomy.config import build_config
+from a2x_local.taxonomy.report import summary_rows
+from a2x_local.taxonomy.runner import run_build
+
+_T = "Build thresholds (default: the \\[build] table of the config)"
+
+
+class _ProgressObserver:
+    """One bar per engine round (its requests), and a running line with rounds and tokens so far."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.usage = Usage()
+        self.rounds = 0
+        self.overall = progress.add_task("starting", total=None)
+        self.current: int | None = None
+
+    def round_started(self, step: str, level: int, requests: int, services: int) -> None:
+        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=requests)
+
+    def round_finished(self, step: str, results: Sequence[Result]) -> None:
+        self.rounds += 1
+        prompt = sum(r.prompt_tokens for r in results)
+        failed = sum(1 for r in results if not r.ok)
+        self.usage.record(step, calls=len(results), prompt_tokens=prompt,
+                          completion_tokens=sum(r.completion_tokens for r in results))
+        if self.current is not None:
+            self.progress.update(self.current, completed=len(results),
+                                 description=f"{self.progress.tasks[self.current].description}"
+                                             + (f" ({failed} failed)" if failed else ""))
+        total = self.usage.total()
+        self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
+                             f" {total.prompt_tokens:,} · completion tokens {total.completion_tokens:,}")
+
+
+@app.command("build")
+def build_command(
+    ctx: typer.Context,
+    model: ModelOption = None,
+    engine: EngineOption = None,
+    base_url: BaseUrlOption = None,
+    max_model_len: MaxModelLenOption = None,
+    dtype: DtypeOption = None,
+    gpu_memory_utilization: GpuMemoryOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    quantization: QuantizationOption = None,
+    structured_backend: StructuredBackendOption = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished build from its last "
+                                         "checkpoint (same model and settings).")] = False,
+    leaf_size: Annotated[int | None, typer.Option("--leaf-size", min=1, rich_help_panel=_T,
+                                                  help="θ_leaf: split nodes with more services than this.")] = None,
+    max_depth: Annotated[int | None, typer.Option("--max-depth", min=1, rich_help_panel=_T,
+                                                  help="D: deepest level that is split.")] = None,
+    max_children: Annotated[int | None, typer.Option("--max-children", min=2, max=99, rich_help_panel=_T,
+                                                     help="N: most sub-categories per node.")] = None,
+    keyword_threshold: Annotated[int | None, typer.Option(
+        "--keyword-threshold", min=1, rich_help_panel=_T,
+        help="θ_kw: nodes with more services design from keywords.")] = None,
+    refine_passes: Annotated[int | None, typer.Option("--refine-passes", min=1, rich_help_panel=_T,
+                                                      help="Assignment passes per node.")] = None,
+    cross_domain: Annotated[bool | None, typer.Option("--cross-domain/--no-cross-domain", rich_help_panel=_T,
+                                                      help="Run the cross-domain pass.", show_default=False)]
+    = None,
+    keyword_merge: Annotated[str | None, typer.Option("--keyword-merge", metavar="embedding|stem",
+                                                      rich_help_panel=_T, help="Vocabulary merging.")] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Build the category tree of the registry with a local model; it becomes active when it completes.
+
+    Each step of a level is one batch for the engine.
+
+    Progress is saved after every round: a killed build continues with --resume.
+
+    Example: a2x-local build --model qwen2.5-32b --json
+    """
+    settings = settings_for(ctx, db)
+    config = build_config(settings, leaf_max_services=leaf_size, max_depth=max_depth, max_children=max_children,
+                          keyword_path_min_services=keyword_threshold, refine_passes=refine_passes,
+                          cross_domain=cross_domain, keyword_merge=keyword_merge)
+    label = model or str(settings.section("engine").get("model", "")) or "(default)"
+
+    def load():
+        return engine_from_options(settings, model=model, engine=engine, base_url=base_url,
+                                   max_model_len=max_model_len, dtype=dtype,
+                                   gpu_memory_utilization=gpu_memory_utilization,
+                                   tensor_parallel_size=tensor_parallel_size, quantization=quantization,
+                                   structured_backend=structured_backend)
+
+    timeout = float(settings.section("registry").get("lock_timeout_s", 30))
+    if want_progress(json_output):
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=err_console, transient=False) as progress:
+            outcome = run_build(settings.db_path, config, load, model=label, resume=resume,
+                                observer=_ProgressObserver(progress), lock_timeout_s=timeout)
+    else:
+        outcome = run_build(settings.db_path, config, load, model=label, resume=resume, lock_timeout_s=timeout)
+    if json_output:
+        print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": True, "notes": outcome.notes,
+                    "stats": outcome.report})
+        return
+    table = Table(title=f"Tree {outcome.build_id} built{' (resumed)' if outcome.resumed else ''}; now active")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    for key, value in summary_rows(outcome.report):
+        table.add_row(key, value)
+    console.print(table)
+    console.print(Usage.from_dict(outcome.report["usage"]).table(title="Model calls by call type"))
+    for note in outcome.notes:
+        err_console.print(f"[yellow]note:[/yellow] {note}")

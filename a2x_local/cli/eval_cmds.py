@@ -1,0 +1,167 @@
+"""`a2x-local eval`: score a search method on a benchmark query file; `eval compare` puts runs side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from a2x_local.cli.app import app
+from a2x_local.cli.common import DbOption, JsonOption, console, print_json, settings_for, want_progress
+from a2x_local.cli.engine_options import (
+    BaseUrlOption,
+    DtypeOption,
+    EngineOption,
+    GpuMemoryOption,
+    MaxModelLenOption,
+    QuantizationOption,
+    StructuredBackendOption,
+    TensorParallelOption,
+)
+from a2x_local.cli.index_cmds import progress_bars
+from a2x_local.cli.search_cmds import (
+    EmbeddingOption,
+    MethodOption,
+    ModelOption,
+    ModeOption,
+    OptionPairs,
+    TextOption,
+    check_mode,
+    engine_flags,
+    method_options,
+)
+from a2x_local.evaluation.harness import evaluation_config, registry_info
+from a2x_local.evaluation.queries import load_queries
+from a2x_local.evaluation.report import COMPARE_COLUMNS, compare_row, pct
+from a2x_local.evaluation.runner import compare_runs, describe_method, plan_run, run_evaluation
+from a2x_local.search.methods import make_method
+
+eval_app = typer.Typer(
+    invoke_without_command=True, no_args_is_help=False,
+    help="Score a search method on a query file (writes results.jsonl, summary.json, report.md and a plot into a "
+    "run folder; rerunning resumes it); `eval compare RUN_DIR...` puts runs side by side.\n\n"
+    "Example: a2x-local eval --queries ../shared/data/toolret/queries_dev.json --method hybrid --k 10")
+app.add_typer(eval_app, name="eval")
+
+COMPACT_COLUMNS = ("run", "k", "hit", "recall", "hit@10", "hit@50", "MRR", "tokens/q", "p50 ms")
+
+
+def _usage(message: str, hint: str) -> typer.BadParameter:
+    return typer.BadParameter(message, param_hint=hint)
+
+
+@eval_app.callback()
+def eval_command(
+    ctx: typer.Context,
+    queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Benchmark file: JSON list (or JSONL) "
+                                                 "of {id, query, correct_tools: [{id}]}.")] = None,
+    method: MethodOption = "hybrid",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Answer size of ranked methods.")] = 10,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N queries.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: runs/<queries>-<method>-<hash>;"
+                                             " the same settings resume the same folder).")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Discard what the run folder holds and start over.")] = False,
+    batch_size: Annotated[int | None, typer.Option(min=1, help="Queries per search_batch call.")] = None,
+    missing: Annotated[str | None, typer.Option("--missing-tools", help="Correct services absent from the "
+                                                "registry: exclude (default) | strict (count as misses).")] = None,
+    mode: ModeOption = None,
+    model: ModelOption = None,
+    embedding_model: EmbeddingOption = None,
+    text: TextOption = None,
+    option: OptionPairs = None,
+    engine: EngineOption = None,
+    base_url: BaseUrlOption = None,
+    max_model_len: MaxModelLenOption = None,
+    dtype: DtypeOption = None,
+    gpu_memory_utilization: GpuMemoryOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    quantization: QuantizationOption = None,
+    structured_backend: StructuredBackendOption = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Run a method over a query file; writes results.jsonl, summary.json, report.md and a plot.
+
+    Example: a2x-local eval --queries ../shared/data/toolret/queries_dev.json --method hybrid --k 10
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if queries is None:
+        raise _usage("--queries FILE is required (or use `a2x-local eval compare RUN...`)", "--queries")
+    check_mode(method, mode)
+    settings = settings_for(ctx, db)
+    config = evaluation_config(settings, batch_size=batch_size, missing_tools=missing)
+    query_list = load_queries(queries)
+    registry = registry_info(settings.db_path,
+                             lock_timeout_s=float(settings.section("registry").get("lock_timeout_s", 30)))
+    flags = engine_flags(engine=engine, base_url=base_url, max_model_len=max_model_len, dtype=dtype,
+                         gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
+                         quantization=quantization, structured_backend=structured_backend)
+    options = method_options(model=model, embedding_model=embedding_model, text=text, pairs=option,
+                             engine_flags=flags)
+    with progress_bars(want_progress(json_output)) as bars:
+        searcher = make_method(method, settings, settings.db_path, progress=bars, **options)
+        plan = plan_run(method=method, options=options, mode=mode, k=k, queries_file=queries, registry=registry,
+                        config=config, out=out, method_info=describe_method(searcher, method))
+        total = min(limit, len(query_list)) if limit else len(query_list)
+        advance = bars(f"{method} on {Path(queries).name}", total) if bars else None
+        summary = run_evaluation(searcher, query_list, plan, registry, config, limit=limit, fresh=fresh,
+                                 progress=advance)
+    if json_output:
+        print_json(summary)
+        return
+    _print_summary(summary)
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    queries = summary["queries"]
+    console.print(f"[bold]{summary['label']}[/bold]: {queries['scored']} queries scored "
+                  f"({summary['resumed_queries']} from an earlier run) in {summary['run_dir']}", highlight=False)
+    row = compare_row(summary)
+    table = Table(show_header=False)  # one metric per line: readable on any terminal width
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for column in COMPARE_COLUMNS[2:]:
+        if row[column] != "-":
+            table.add_row(column, row[column])
+    console.print(table)
+    ranked = summary.get("ranked")
+    if ranked:
+        cuts = [f"@{label}={pct(cut['hit'])}/{pct(cut['recall'])}" for label, cut in ranked["at"].items()]
+        console.print("hit/recall " + "  ".join(cuts), highlight=False)
+    if queries["skipped_no_correct_in_registry"] or queries["with_missing_tools"]:
+        console.print(f"[yellow]{len(queries['skipped_no_correct_in_registry'])} queries have no correct service "
+                      f"in the registry (not scored); {queries['with_missing_tools']} name services missing from "
+                      "it[/yellow] (see report.md)")
+    if queries["errors"]:
+        console.print(f"[red]{queries['errors']} queries ended in an error[/red]; rerun to retry them")
+
+
+@eval_app.command("compare")
+def compare_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run folders written by `a2x-local eval`.",
+                                                   metavar="RUN_DIR...", show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", help="Also write compare.md and the plots here.")] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Put finished runs side by side; with --out, also hit/recall versus k and tokens versus hit plots.
+
+    Example: a2x-local eval compare runs/queries_dev-dense-* runs/queries_dev-hybrid-* --out runs/compare
+    """
+    summaries, files = compare_runs(run_dirs, out)
+    rows = [compare_row(summary) for summary in summaries]
+    if json_output:
+        print_json({"runs": rows, "files": [str(f) for f in files]})
+        return
+    # All columns when they fit; a narrow terminal gets the essentials (--json and compare.md have them all).
+    columns = COMPARE_COLUMNS if console.width >= 170 else COMPACT_COLUMNS
+    table = Table(title="runs")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "run" else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*(row[c] for c in columns))
+    console.print(table)
+    for file in files:
+        console.print(f"wrote {file}", highlight=False)

@@ -1,0 +1,135 @@
+"""`a2x-local models list|check`: what models are configured, which are present, what is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from a2x_local.cli.app import app
+from a2x_local.cli.common import JsonOption, console, print_json, settings_for
+from a2x_local.cli.engine_options import DtypeOption, MaxModelLenOption, TensorParallelOption
+from a2x_local.errors import UserError
+from a2x_local.llm.model_check import ModelCheck, check_model
+from a2x_local.llm.models import alias_path, load_aliases, models_file
+
+models_app = typer.Typer(help="Local models: what is configured, what is present, what is missing.",
+                         no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def list_command(ctx: typer.Context, json_output: JsonOption = False) -> None:
+    """List the model aliases of configs/models.toml and whether their folders are present.
+
+    Example: a2x-local models list --json
+    """
+    settings = settings_for(ctx)
+    rows = []
+    for name, entry in load_aliases(settings).items():
+        path = alias_path(settings, entry)
+        rows.append({"alias": name, "path": str(path), "present": (path / "config.json").is_file(),
+                     "source": entry.source, "dtype": entry.dtype, "max_model_len": entry.max_model_len,
+                     "tensor_parallel_size": entry.tensor_parallel_size, "quantization": entry.quantization,
+                     "gpu_memory_gb": entry.gpu_memory_gb, "description": entry.description})
+    if json_output:
+        print_json({"models_dir": str(settings.models_dir), "aliases_file": str(models_file()), "models": rows})
+        return
+    table = Table(title=f"Model aliases ({models_file()})", box=box.SIMPLE_HEAD)
+    for column in ("alias", "present", "dtype", "context", "GPUs", "GPU GB"):
+        table.add_column(column, justify="right" if column in ("context", "GPUs", "GPU GB") else "left",
+                         no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        table.add_row(row["alias"], "[green]yes[/green]" if row["present"] else "[red]no[/red]", row["dtype"] or "",
+                      f"{row['max_model_len'] or ''}", f"{row['tensor_parallel_size'] or ''}",
+                      f"{row['gpu_memory_gb'] or ''}")
+    console.print(table)
+    console.print(f"Folders live under {settings.models_dir} ($A2X_MODELS_DIR); --json shows each path.",
+                  highlight=False)
+    console.print("Check one with `a2x-local models check ALIAS`; bring weights in as models/README.md explains.")
+
+
+@models_app.command("check")
+def check_command(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Argument(metavar="ALIAS|PATH", help="Model alias or folder.")],
+    max_model_len: MaxModelLenOption = None,
+    dtype: DtypeOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Check that a model's files are present and loadable (config, tokenizer, weights) and estimate its GPU memory.
+
+    Reads only file headers: no weights are loaded and nothing is downloaded. Exits 1 when something is missing.
+
+    Example: a2x-local models check qwen2.5-7b --max-model-len 16384
+    """
+    from a2x_local.llm.factory import engine_settings
+
+    settings = settings_for(ctx)
+    ref, config = engine_settings(settings, model, must_exist=False, max_model_len=max_model_len, dtype=dtype,
+                                  tensor_parallel_size=tensor_parallel_size)
+    result = check_model(ref.path, target=model, alias=ref.alias, entry=ref.entry, dtype=config.dtype,
+                         max_model_len=config.max_model_len, tensor_parallel_size=config.tensor_parallel_size)
+    if json_output:
+        print_json(result.to_dict())
+    else:
+        _print_check(result)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def _print_check(result: ModelCheck) -> None:
+    name = f"{result.alias} -> {result.path}" if result.alias else str(result.path)
+    console.print(f"[bold]{name}[/bold]", highlight=False)
+    if result.architecture:
+        size = _count(result.parameters) + " parameters" if result.parameters else "parameters unknown"
+        console.print(f"  {result.architecture}, {size} ({result.stored_dtype or '?'}), {result.weight_files} "
+                      f"weight file(s), {_count(result.weight_bytes)}B; chat template: "
+                      f"{'yes' if result.has_chat_template else 'no'}", highlight=False)
+    memory = result.memory
+    if memory:
+        console.print(
+            f"  GPU memory at max_model_len {memory.max_model_len:,} ({memory.dtype}, {memory.tensor_parallel_size} "
+            f"GPU): weights {memory.weights_gib} GiB + KV cache {memory.kv_cache_gib_at_max_len} GiB "
+            f"({memory.kv_cache_kib_per_token} KiB/token) + runtime ~{memory.overhead_gib:g} GiB/GPU "
+            f"= ~{memory.total_gib} GiB ({memory.per_gpu_gib} GiB per GPU)", highlight=False)
+    for warning in result.warnings:
+        console.print(f"  [yellow]warning:[/yellow] {warning}", highlight=False)
+    for problem in result.problems:
+        console.print(f"  [red]missing:[/red] {problem}", highlight=False)
+    console.print("  [green]ready[/green]" if result.ok else
+                  f"  [red]not usable[/red]: {len(result.problems)} problem(s); see models/README.md")
+
+
+def _count(number: int) -> str:
+    return f"{number / 1e9:.2f} G" if number >= 1e9 else f"{number / 1e6:.1f} M"
+
+
+@models_app.command("make-tiny")
+def make_tiny_command(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="Folder to write the model into (must not exist "
+                                         "or be empty).")],
+    json_output: JsonOption = False,
+) -> None:
+    """Write a tiny random-weight Qwen2 chat model (~4 MB, seconds, offline) for smoke-testing an install.
+
+    Its answers are nonsense but satisfy every constraint, so `build`, `search` and `eval` run end to end on any
+    machine: use it to check the engines work, never to build a tree anyone searches.
+
+    Example: a2x-local models make-tiny /tmp/tiny && a2x-local models check /tmp/tiny
+    """
+    from a2x_local.llm.tiny_model import build_tiny_model
+
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise UserError(f"{path} already exists and is not an empty folder", hint="choose a new folder")
+    build_tiny_model(path)
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    if json_output:
+        print_json({"path": str(path.resolve()), "bytes": size})
+    else:
+        console.print(f"wrote a tiny random-weight model to {path} ({size / 2**20:.1f} MB); its answers are nonsense",
+                      highlight=False)

@@ -1,0 +1,91 @@
+"""Retrieval metrics (ALGORITHM.md §6): per query, then macro-averaged over queries.
+
+hit = at least one correct service returned; recall = |correct ∩ returned| / |correct|; precision =
+|correct ∩ returned| / |returned| (0 for an empty answer); F1 from the *averaged* precision and recall. A service
+returned twice counts once (answers are de-duplicated, first occurrence kept, before anything is scored).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def dedupe(ids: Iterable[str]) -> list[str]:
+    """Ids in first-seen order without repeats."""
+    return list(dict.fromkeys(ids))
+
+
+def _correct_set(correct: Collection[str]) -> set[str]:
+    wanted = set(correct)
+    if not wanted:
+        raise ValueError("a query needs at least one correct service to be scored")
+    return wanted
+
+
+@dataclass(frozen=True)
+class QueryScore:
+    hit: bool
+    recall: float
+    precision: float
+    found: int       # correct services returned
+    returned: int    # distinct services returned
+
+
+def score_query(returned: Sequence[str], correct: Collection[str]) -> QueryScore:
+    """Hit, recall and precision of one answer."""
+    wanted = _correct_set(correct)
+    answer = dedupe(returned)
+    found = sum(1 for service_id in answer if service_id in wanted)
+    precision = found / len(answer) if answer else 0.0
+    return QueryScore(found > 0, found / len(wanted), precision, found, len(answer))
+
+
+def hit_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
+    wanted = _correct_set(correct)
+    return float(any(service_id in wanted for service_id in dedupe(ranking)[:k]))
+
+
+def recall_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
+    wanted = _correct_set(correct)
+    return len(wanted.intersection(dedupe(ranking)[:k])) / len(wanted)
+
+
+def reciprocal_rank(ranking: Sequence[str], correct: Collection[str]) -> float:
+    """1 / rank of the first correct service (rank 1 = best); 0 when none is in the ranking."""
+    wanted = _correct_set(correct)
+    for rank, service_id in enumerate(dedupe(ranking), start=1):
+        if service_id in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(ranking: Sequence[str], correct: Collection[str], k: int = 10) -> float:
+    """Binary-relevance nDCG: sum of 1/log2(rank+1) over correct services in the top k, over the best possible."""
+    wanted = _correct_set(correct)
+    gains = sum(1.0 / math.log2(rank + 1)
+                for rank, service_id in enumerate(dedupe(ranking)[:k], start=1) if service_id in wanted)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return gains / ideal
+
+
+def f1(precision: float, recall: float) -> float:
+    """Harmonic mean of averaged precision and recall (0 when both are 0)."""
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def percent_k(share: float, registry_size: int) -> int:
+    """k for "top share of the registry": rounded up, at least 1 (1% of 1,839 services -> 19)."""
+    return max(1, math.ceil(share * registry_size - 1e-9))
+
+
+def mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default); 0 for no values."""
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else 0.0

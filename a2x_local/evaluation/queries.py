@@ -1,0 +1,133 @@
+"""Benchmark query files: ``[{id, query, correct_tools: [{id}, ...]}, ...]`` as JSON, or one object per line (JSONL)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2x_local.errors import InputError, UserError
+
+
+@dataclass(frozen=True)
+class Query:
+    """One benchmark query and the ids of the services that answer it."""
+
+    id: str
+    query: str
+    correct: tuple[str, ...]
+
+
+def _entries(path: Path) -> list[tuple[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise UserError(f"{path}: query file not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the file: {exc}") from exc
+    if not text.strip():
+        raise InputError(str(path), "the file is empty", hint="expected a JSON list of {id, query, correct_tools}")
+    if path.suffix.lower() != ".jsonl":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if not text.lstrip().startswith("{"):
+                raise InputError(str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
+                                 hint="expected a JSON list of {id, query, correct_tools}, or JSONL") from exc
+        else:
+            if isinstance(data, list):
+                return [(str(index), entry) for index, entry in enumerate(data)]
+            if not (isinstance(data, dict) and "\n" not in text.strip()):
+                raise InputError(str(path), f"expected a JSON list of queries, found {type(data).__name__}",
+                                 hint="wrap the queries in [...], or write one query object per line (JSONL)")
+    return _jsonl_entries(path, text)
+
+
+def _jsonl_entries(path: Path, text: str) -> list[tuple[str, Any]]:
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append((f"line {number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(str(path), f"line {number} is not valid JSON: {exc.msg}",
+                             hint="a JSONL file holds one JSON object per line") from exc
+    return entries
+
+
+def _tool_id(path: Path, where: str, index: int, tool: Any) -> str:
+    field = f"correct_tools[{index}]"
+    if isinstance(tool, dict):
+        tool = tool.get("id")
+        field += ".id"
+    if isinstance(tool, int) and not isinstance(tool, bool):
+        tool = str(tool)
+    if not isinstance(tool, str) or not tool.strip():
+        raise InputError(str(path), "each correct tool needs a non-empty string id", entry=where, field=field)
+    return tool
+
+
+def parse_query(path: Path, position: str, entry: Any) -> Query:
+    """One entry as a Query; ``position`` (list index or "line N") names it in errors, with its id once known."""
+    where = position
+    if not isinstance(entry, dict):
+        raise InputError(str(path), f"expected an object, found {type(entry).__name__}", entry=where)
+    raw_id = entry.get("id")
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        raw_id = str(raw_id)
+    if not isinstance(raw_id, str) or not raw_id.strip():
+        raise InputError(str(path), "missing or empty query id", entry=where, field="id")
+    where = f"{position} (id {raw_id!r})"
+    text = entry.get("query")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(str(path), "missing or empty query text", entry=where, field="query")
+    tools = entry.get("correct_tools")
+    if not isinstance(tools, list) or not tools:
+        raise InputError(str(path), "expected a non-empty list of correct tools", entry=where,
+                         field="correct_tools", hint='for example: "correct_tools": [{"id": "weather_tool_1"}]')
+    correct = tuple(dict.fromkeys(_tool_id(path, where, i, tool) for i, tool in enumerate(tools)))
+    return Query(raw_id, text.strip(), correct)
+
+
+def load_queries(path: Path | str) -> list[Query]:
+    """Every query of a file, checked; a bad entry raises an InputError naming the entry and the field."""
+    path = Path(path)
+    entries = _entries(path)
+    if not isinstance(entries, list) or not entries:
+        raise InputError(str(path), "the file holds no queries")
+    queries, seen = [], {}
+    for position, entry in entries:
+        query = parse_query(path, position, entry)
+        if query.id in seen:
+            raise InputError(str(path), f"duplicate query id (first at {seen[query.id]})",
+                             entry=f"{position} (id {query.id!r})", field="id")
+        seen[query.id] = position
+        queries.append(query)
+    return queries
+
+
+def load_query_texts(path: Path | str) -> list[str]:
+    """Queries to search (not to score): a text file with one query per line, or JSON/JSONL whose entries are
+    strings or objects with a ``query`` field (a benchmark file works as it is)."""
+    path = Path(path)
+    if path.suffix.lower() in {".txt", ".text", ""}:
+        try:
+            lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        except FileNotFoundError as exc:
+            raise UserError(f"{path}: query file not found") from exc
+        texts = [line for line in lines if line]
+        if not texts:
+            raise InputError(str(path), "the file holds no queries")
+        return texts
+    texts = []
+    for position, entry in _entries(path):
+        if isinstance(entry, dict):
+            entry = entry.get("query")
+        if not isinstance(entry, str) or not entry.strip():
+            raise InputError(str(path), "expected a non-empty query string", entry=position, field="query")
+        texts.append(entry.strip())
+    if not texts:
+        raise InputError(str(path), "the file holds no queries")
+    return texts

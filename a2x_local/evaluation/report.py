@@ -1,0 +1,126 @@
+"""Markdown for one run and the side-by-side table of several (`a2x-local eval compare`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from a2x_local.errors import UserError
+
+SUMMARY_FILE = "summary.json"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def render_report(summary: dict[str, Any], plot_name: str | None = None) -> str:
+    """The Markdown report of one run."""
+    queries = summary["queries"]
+    k = summary.get("k")
+    lines = [f"# Evaluation: {summary['label']}", ""]
+    lines += [f"- queries: {summary['spec']['queries_file']} ({queries['selected']} selected, "
+              f"{queries['scored']} scored)",
+              f"- registry: {summary['registry']['path']} ({summary['registry']['services']} services, "
+              f"fingerprint {summary['registry']['fingerprint'][:12]})",
+              f"- answer size: {'top ' + str(k) if k else 'what the method returns'}; "
+              f"wall time {num(summary.get('wall_seconds'))} s", ""]
+    lines += _table(
+        ["hit", "recall", "precision", "F1", "tokens/query (prompt + completion)", "calls/query",
+         "candidates shown/query", "latency p50 / p90 (ms)"],
+        [[pct(summary["hit_rate"]), pct(summary["recall"]), pct(summary["precision"]), pct(summary["f1"]),
+          f"{num(summary['tokens_per_query'], 0)} ({num(summary['prompt_tokens_per_query'], 0)} + "
+          f"{num(summary['completion_tokens_per_query'], 0)})",
+          num(summary["calls_per_query"], 2), num(summary["candidates_shown_per_query"]),
+          f"{num(1000 * summary['latency_s']['p50'])} / {num(1000 * summary['latency_s']['p90'])}"]])
+    ranked = summary.get("ranked")
+    if ranked:
+        cuts = list(ranked["at"].items())
+        lines += ["", "## Ranked metrics", ""]
+        header = ["", *(f"@{label}" + (f" (k={cut['k']})" if label.endswith("%") else "") for label, cut in cuts),
+                  "MRR", "nDCG@10"]
+        lines += _table(header, [
+            ["hit", *(pct(cut["hit"]) for _, cut in cuts), pct(ranked["mrr"]), pct(ranked["ndcg@10"])],
+            ["recall", *(pct(cut["recall"]) for _, cut in cuts), "", ""],
+        ])
+    notes = []
+    if queries["skipped_no_correct_in_registry"]:
+        notes.append(f"{len(queries['skipped_no_correct_in_registry'])} queries have no correct service in the "
+                     "registry; they were not run and are left out of every average: "
+                     + ", ".join(queries["skipped_no_correct_in_registry"][:20]))
+    if queries["with_missing_tools"]:
+        policy = summary["spec"]["missing_tools"]
+        notes.append(f"{queries['with_missing_tools']} queries name {len(queries['missing_tool_ids'])} services "
+                     f"missing from the registry (policy '{policy}': "
+                     + ("scored only against the services that exist)" if policy == "exclude"
+                        else "the missing ones count as misses)"))
+    if queries["errors"]:
+        notes.append(f"{queries['errors']} queries ended in an error (scored as answered; a rerun retries them)")
+    if notes:
+        lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
+    if plot_name:
+        lines += ["", f"![hit and recall versus k]({plot_name})"]
+    return "\n".join(lines) + "\n"
+
+
+def load_summary(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / SUMMARY_FILE
+    if not Path(run_dir).is_dir():
+        raise UserError(f"{run_dir}: no such run folder")
+    if not path.is_file():
+        raise UserError(f"{run_dir}: not a finished run (no {SUMMARY_FILE})",
+                        hint="rerun the same `a2x-local eval` command to finish it")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not valid JSON: {exc.msg}") from exc
+
+
+def unique_labels(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs with the same label (same method on two registries, say) get their folder name added."""
+    counts: dict[str, int] = {}
+    for summary in summaries:
+        counts[summary["label"]] = counts.get(summary["label"], 0) + 1
+    return [{**s, "label": f"{s['label']} [{Path(s['run_dir']).name}]"} if counts[s["label"]] > 1 else s
+            for s in summaries]
+
+
+COMPARE_COLUMNS = ("run", "queries", "k", "hit", "recall", "precision", "F1", "hit@1", "hit@5", "hit@10",
+                   "hit@50", "recall@10", "recall@50", "MRR", "nDCG@10", "tokens/q", "calls/q", "p50 ms")
+
+
+def compare_row(summary: dict[str, Any]) -> dict[str, str]:
+    at = summary.get("ranked", {}).get("at", {}) if summary.get("ranked") else {}
+    ranked = summary.get("ranked") or {}
+
+    def cut(label: str, metric: str) -> str:
+        return pct(at[label][metric]) if label in at else "-"
+
+    return {
+        "run": summary["label"], "queries": str(summary["queries"]["scored"]), "k": str(summary.get("k") or "-"),
+        "hit": pct(summary["hit_rate"]), "recall": pct(summary["recall"]), "precision": pct(summary["precision"]),
+        "F1": pct(summary["f1"]), "hit@1": cut("1", "hit"), "hit@5": cut("5", "hit"), "hit@10": cut("10", "hit"),
+        "hit@50": cut("50", "hit"), "recall@10": cut("10", "recall"), "recall@50": cut("50", "recall"),
+        "MRR": pct(ranked.get("mrr")), "nDCG@10": pct(ranked.get("ndcg@10")),
+        "tokens/q": num(summary["tokens_per_query"], 0), "calls/q": num(summary["calls_per_query"], 2),
+        "p50 ms": num(1000 * summary["latency_s"]["p50"]),
+    }
+
+
+def render_compare(summaries: Sequence[dict[str, Any]], plots: Sequence[str] = ()) -> str:
+    rows = [compare_row(summary) for summary in summaries]
+    lines = ["# Comparison", "", *_table(COMPARE_COLUMNS, [[row[c] for c in COMPARE_COLUMNS] for row in rows])]
+    lines += ["", *(f"![{Path(name).stem}]({name})" for name in plots)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,88 @@
+"""From per-query records to one run summary (the numbers the report, the plots and `eval compare` show)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from a2x_local.evaluation.metrics import (
+    f1,
+    hit_at_k,
+    mean,
+    ndcg_at_k,
+    percent_k,
+    percentile,
+    recall_at_k,
+    reciprocal_rank,
+)
+
+
+def _cutoffs(ks: Sequence[int], percent_ks: Sequence[float], registry_size: int) -> list[tuple[str, int]]:
+    cutoffs = [(str(k), k) for k in ks]
+    cutoffs += [(f"{share * 100:g}%", percent_k(share, registry_size)) for share in percent_ks]
+    return cutoffs
+
+
+def ranking_depth(k: int, ks: Sequence[int], percent_ks: Sequence[float], registry_size: int) -> int:
+    """How many results a ranked method must return so every cut-off of the summary can be scored."""
+    return max([k, *(cut for _, cut in _cutoffs(ks, percent_ks, registry_size))])
+
+
+def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, registry_size: int,
+              ks: Sequence[int], percent_ks: Sequence[float]) -> dict[str, Any]:
+    """Macro-averages over the scored queries; costs and latency over every query the method answered.
+
+    Records with ``skipped`` set (none of their correct services is in the registry) were never sent to the
+    method; they are counted and listed, and left out of every average.
+    """
+    answered = [r for r in records if not r.get("skipped")]
+    scored = [r for r in answered if r["scored"]]
+    precision = mean([r["precision"] for r in scored])
+    recall = mean([r["recall"] for r in scored])
+    summary: dict[str, Any] = {
+        "queries": {
+            "selected": len(records),
+            "answered": len(answered),
+            "scored": len(scored),
+            "skipped_no_correct_in_registry": [r["id"] for r in records if r.get("skipped")],
+            "with_missing_tools": sum(1 for r in records if r["missing"]),
+            "missing_tool_ids": sorted({tool for r in records for tool in r["missing"]}),
+            "errors": sum(1 for r in answered if r.get("error")),
+        },
+        "k": k if ranked else None,
+        "hit_rate": mean([float(r["hit"]) for r in scored]),
+        "recall": recall,
+        "precision": precision,
+        "f1": f1(precision, recall),
+        "returned_per_query": mean([len(r["returned"]) for r in answered]),
+        "prompt_tokens_per_query": mean([r["prompt_tokens"] for r in answered]),
+        "completion_tokens_per_query": mean([r["completion_tokens"] for r in answered]),
+        "calls_per_query": mean([r["calls"] for r in answered]),
+        "rounds_per_query": mean([r["rounds"] for r in answered]),
+        "candidates_shown_per_query": mean([r["candidates_shown"] for r in answered]),
+        "latency_s": {
+            "p50": percentile([r["latency_s"] for r in answered], 50),
+            "p90": percentile([r["latency_s"] for r in answered], 90),
+            "mean": mean([r["latency_s"] for r in answered]),
+        },
+    }
+    summary["tokens_per_query"] = summary["prompt_tokens_per_query"] + summary["completion_tokens_per_query"]
+    if ranked:
+        summary["ranked"] = _ranked(scored, ks, percent_ks, registry_size)
+    return summary
+
+
+def _ranked(scored: Sequence[dict[str, Any]], ks: Sequence[int], percent_ks: Sequence[float],
+            registry_size: int) -> dict[str, Any]:
+    at: dict[str, dict[str, float]] = {}
+    for label, cut in _cutoffs(ks, percent_ks, registry_size):
+        at[label] = {
+            "k": cut,
+            "hit": mean([hit_at_k(r["ranking"], r["scored"], cut) for r in scored]),
+            "recall": mean([recall_at_k(r["ranking"], r["scored"], cut) for r in scored]),
+        }
+    return {
+        "at": at,
+        "mrr": mean([reciprocal_rank(r["ranking"], r["scored"]) for r in scored]),
+        "ndcg@10": mean([ndcg_at_k(r["ranking"], r["scored"], 10) for r in scored]),
+    }

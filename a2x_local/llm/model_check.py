@@ -1,0 +1,239 @@
+"""Is a model folder complete and loadable, and how much GPU memory will it need? Answered without loading weights.
+
+Reads config.json, loads the tokenizer (small), and reads only the headers of the safetensors shards: that finds
+missing or truncated files and counts parameters exactly, in about a second even for a 32B model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from a2x_local.llm.models import ModelAlias, force_offline
+
+GIB = 1024**3
+DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "float8": 1}
+SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                     "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+FLOAT_TENSORS = {"F64", "F32", "F16", "BF16"}
+# CUDA context, activations and graphs on top of weights and KV cache; measured vLLM start-ups use 1-3 GiB.
+RUNTIME_OVERHEAD_GIB = 2.0
+
+
+@dataclass
+class MemoryEstimate:
+    """GPU memory to serve the model at ``max_model_len``: weights + KV cache of one full sequence + overhead."""
+
+    dtype: str
+    max_model_len: int
+    tensor_parallel_size: int
+    weights_gib: float
+    kv_cache_kib_per_token: float
+    kv_cache_gib_at_max_len: float
+    overhead_gib: float
+    total_gib: float
+    per_gpu_gib: float
+
+
+@dataclass
+class ModelCheck:
+    """The outcome of `models check`: ``problems`` block use; each says what is missing and what to do."""
+
+    target: str
+    path: Path
+    alias: str | None = None
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    architecture: str | None = None
+    parameters: int | None = None
+    stored_dtype: str | None = None
+    weight_files: int = 0
+    weight_bytes: int = 0
+    has_chat_template: bool = False
+    quantized: bool = False
+    memory: MemoryEstimate | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["path"] = str(self.path)
+        data["ok"] = self.ok
+        return data
+
+
+def check_model(path: Path, *, target: str | None = None, alias: str | None = None,
+                entry: ModelAlias | None = None, dtype: str = "auto", max_model_len: int | None = None,
+                tensor_parallel_size: int = 1, load_tokenizer: bool = True) -> ModelCheck:
+    """Check one model folder. ``load_tokenizer`` False skips the (slower) tokenizer load for pre-flight checks."""
+    force_offline()
+    result = ModelCheck(target or str(path), path, alias)
+    fetch = _fetch_hint(entry)
+    if not path.exists():
+        result.problems.append(f"{path} does not exist: copy the model folder there ({fetch}).")
+        return result
+    if path.is_file():
+        kind = "a GGUF file for llama.cpp" if path.suffix == ".gguf" else "a file"
+        result.problems.append(
+            f"{path} is {kind}, not a model folder: the vllm and transformers engines load a Hugging Face folder "
+            "(config.json, tokenizer files, *.safetensors). Serve GGUF with llama.cpp's server and use "
+            "--engine openai --base-url URL.")
+        return result
+    config = _check_config(path, result, fetch)
+    _check_tokenizer(path, result, load_tokenizer)
+    _check_weights(path, result, fetch)
+    if config is not None:
+        result.memory = estimate_memory(config, result, dtype=dtype, max_model_len=max_model_len,
+                                        tensor_parallel_size=tensor_parallel_size)
+    return result
+
+
+def _fetch_hint(entry: ModelAlias | None) -> str:
+    if entry is not None and entry.source:
+        return f"Hugging Face repository {entry.source}; see models/README.md"
+    return "see models/README.md"
+
+
+def _check_config(path: Path, result: ModelCheck, fetch: str) -> dict[str, Any] | None:
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        result.problems.append(f"{config_file} is missing: the folder is not a complete model copy ({fetch}).")
+        return None
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        result.problems.append(f"{config_file} is not valid JSON ({exc}): copy it again.")
+        return None
+    if not isinstance(config, dict) or "model_type" not in config:
+        result.problems.append(f"{config_file} has no 'model_type': it is not a transformers model config.")
+        return None
+    result.architecture = (config.get("architectures") or [config["model_type"]])[0]
+    try:
+        from transformers import AutoConfig
+
+        AutoConfig.from_pretrained(path, local_files_only=True)
+    except (ValueError, KeyError, OSError) as exc:
+        result.problems.append(f"{config_file}: transformers cannot load it ({_first_line(exc)}); the model type "
+                               f"'{config['model_type']}' may need a newer transformers/vLLM.")
+    return config
+
+
+def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
+    has_vocab = (path / "tokenizer.json").is_file() or (path / "tokenizer.model").is_file() or (
+        (path / "vocab.json").is_file() and (path / "merges.txt").is_file())
+    if not has_vocab:
+        result.problems.append(f"{path} has no tokenizer (tokenizer.json, or vocab.json + merges.txt, or "
+                               "tokenizer.model): copy the tokenizer files that come with the model.")
+        return
+    if not (path / "tokenizer_config.json").is_file():
+        result.problems.append(f"{path / 'tokenizer_config.json'} is missing: copy it with the model (it holds "
+                               "the special tokens and usually the chat template).")
+        return
+    template_file = path / "chat_template.jinja"
+    config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8") or "{}")
+    result.has_chat_template = template_file.is_file() or bool(config.get("chat_template"))
+    if load:
+        try:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        except (ValueError, OSError, KeyError, TypeError) as exc:
+            result.problems.append(f"the tokenizer in {path} does not load: {_first_line(exc)}")
+            return
+        result.has_chat_template = bool(getattr(tokenizer, "chat_template", None))
+    if not result.has_chat_template:
+        result.problems.append(f"{path} has no chat template (tokenizer_config.json 'chat_template' or "
+                               "chat_template.jinja): engines send chat messages; use the instruct/chat variant.")
+
+
+def _check_weights(path: Path, result: ModelCheck, fetch: str) -> None:
+    shards = sorted(path.glob("*.safetensors"))
+    index_file = path / "model.safetensors.index.json"
+    if index_file.is_file():
+        try:
+            listed = sorted(set(json.loads(index_file.read_text(encoding="utf-8"))["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError, AttributeError) as exc:
+            result.problems.append(f"{index_file} is unreadable ({exc}): copy it again.")
+            listed = []
+        missing = [name for name in listed if not (path / name).is_file()]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            result.problems.append(f"{len(missing)} of {len(listed)} weight shards are missing in {path}: {shown} "
+                                   f"({fetch}).")
+    if not shards:
+        pickles = sorted(path.glob("pytorch_model*.bin"))
+        if pickles:
+            result.weight_files = len(pickles)
+            result.weight_bytes = sum(p.stat().st_size for p in pickles)
+            result.warnings.append("weights are PyTorch pickles (*.bin): they cannot be checked without loading; "
+                                   "prefer the safetensors release.")
+        elif not index_file.is_file():
+            result.problems.append(f"{path} has no weights (*.safetensors): copy the weight files ({fetch}).")
+        return
+    parameters = 0
+    stored: dict[str, int] = {}
+    for shard in shards:
+        header = _read_header(shard, result)
+        if header is None:
+            continue
+        result.weight_files += 1
+        for shape, dtype in header:
+            count = 1
+            for dim in shape:
+                count *= dim
+            parameters += count
+            stored[dtype] = stored.get(dtype, 0) + count
+            result.weight_bytes += count * SAFETENSORS_BYTES.get(dtype, 2)
+    result.parameters = parameters or None
+    result.stored_dtype = max(stored, key=stored.__getitem__) if stored else None
+    result.quantized = bool(stored) and not set(stored) <= FLOAT_TENSORS
+    if result.quantized:
+        result.warnings.append("weights hold integer tensors: a quantized checkpoint (set the alias's "
+                               "`quantization`, e.g. awq or gptq, if vLLM does not detect it).")
+
+
+def _read_header(shard: Path, result: ModelCheck) -> list[tuple[list[int], str]] | None:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(shard, framework="pt") as handle:
+            slices = [handle.get_slice(key) for key in handle.keys()]  # noqa: SIM118 (a reader, not a dict)
+            return [(piece.get_shape(), piece.get_dtype()) for piece in slices]
+    except (SafetensorError, OSError) as exc:
+        result.problems.append(f"{shard} is unreadable ({_first_line(exc)}): probably a partial copy; copy it "
+                               "again and compare its size or checksum with the source.")
+        return None
+
+
+def estimate_memory(config: dict[str, Any], check: ModelCheck, *, dtype: str = "auto",
+                    max_model_len: int | None = None, tensor_parallel_size: int = 1) -> MemoryEstimate:
+    """Weights at the serving dtype, plus the KV cache of one full-length sequence, plus runtime overhead."""
+    text = config.get("text_config", config)
+    stored = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}.get(check.stored_dtype or "", "")
+    serving = stored or str(text.get("torch_dtype") or text.get("dtype") or "bfloat16")
+    if dtype != "auto":
+        serving = dtype
+    width = DTYPE_BYTES.get(serving, 2)
+    # Float checkpoints are cast to the serving dtype; quantized ones load as stored.
+    weight_bytes = check.parameters * width if check.parameters and not check.quantized else check.weight_bytes
+    layers = int(text.get("num_hidden_layers", 0))
+    heads = int(text.get("num_attention_heads", 1))
+    kv_heads = int(text.get("num_key_value_heads", heads))
+    head_dim = int(text.get("head_dim") or int(text.get("hidden_size", 0)) // max(heads, 1))
+    kv_per_token = 2 * layers * kv_heads * head_dim * width
+    length = max_model_len or int(text.get("max_position_embeddings", 4096))
+    kv_total = kv_per_token * length
+    total = weight_bytes / GIB + kv_total / GIB + RUNTIME_OVERHEAD_GIB * tensor_parallel_size
+    per_gpu = weight_bytes / GIB / tensor_parallel_size + kv_total / GIB / tensor_parallel_size + RUNTIME_OVERHEAD_GIB
+    return MemoryEstimate(serving, length, tensor_parallel_size, round(weight_bytes / GIB, 2),
+                          round(kv_per_token / 1024, 1), round(kv_total / GIB, 2), RUNTIME_OVERHEAD_GIB,
+                          round(total, 1), round(per_gpu, 1))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,120 @@
+"""Model aliases (configs/models.toml) and what `--model ALIAS|PATH` points at. Nothing here ever downloads.
+
+Aliases live in configs/models.toml; a user's config.toml may add or adjust them under the same `[models.NAME]`
+tables. Paths are relative to the models folder (`$A2X_MODELS_DIR`, default the project's models/).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from a2x_local.errors import UserError
+from a2x_local.settings import Settings, config_dir, deep_merge
+
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+               "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+def force_offline() -> None:
+    """Make every Hugging Face / vLLM loader local-only and silent. Called before any model library loads."""
+    os.environ.update(OFFLINE_ENV)
+
+
+class ModelAlias(BaseModel):
+    """One `[models.NAME]` table: where the weights live and the engine settings that suit them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    source: str = ""
+    description: str = ""
+    dtype: str | None = None
+    max_model_len: int | None = Field(None, ge=16)
+    tensor_parallel_size: int | None = Field(None, ge=1)
+    quantization: str | None = None
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    gpu_memory_gb: float | None = Field(None, gt=0)
+    chat_template_kwargs: dict[str, Any] | None = None
+
+    def engine_settings(self) -> dict[str, Any]:
+        """The keys that override the `[engine]` defaults for this model."""
+        keys = ("dtype", "max_model_len", "tensor_parallel_size", "quantization", "gpu_memory_utilization",
+                "chat_template_kwargs")
+        return {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What `--model` resolved to: a folder, and the alias it came from (if any) with its settings."""
+
+    requested: str
+    path: Path
+    alias: str | None = None
+    entry: ModelAlias | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.alias or str(self.path)
+
+
+def models_file() -> Path:
+    return config_dir() / "models.toml"
+
+
+def load_aliases(settings: Settings) -> dict[str, ModelAlias]:
+    """Aliases from configs/models.toml, merged with any `[models.*]` tables of the user's configuration."""
+    path = models_file()
+    raw: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            with path.open("rb") as handle:
+                raw = tomllib.load(handle).get("models", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"{path}: not valid TOML: {exc}") from exc
+    raw = deep_merge(raw, settings.section("models"))
+    aliases = {}
+    for name, table in sorted(raw.items()):
+        try:
+            aliases[name] = ModelAlias.model_validate(table)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise UserError(f"{path}: model alias '{name}': {problems}",
+                            hint="Each alias needs a `path`; see the comments at the top of models.toml.") from exc
+    return aliases
+
+
+def alias_path(settings: Settings, entry: ModelAlias) -> Path:
+    path = Path(entry.path).expanduser()
+    return path if path.is_absolute() else settings.models_dir / path
+
+
+def resolve_model(settings: Settings, model: str, *, must_exist: bool = True) -> ModelRef:
+    """An alias name or a folder path -> ModelRef. ``must_exist`` False for models served by another process."""
+    model = model.strip()
+    if not model:
+        raise UserError("no model given", hint="Pass --model ALIAS|PATH (see `a2x-local models list`) or set "
+                        "`model` in the [engine] table of your config.")
+    aliases = load_aliases(settings)
+    if model in aliases:
+        entry = aliases[model]
+        return ModelRef(model, alias_path(settings, entry), model, entry, entry.engine_settings())
+    candidates = [Path(model).expanduser()]
+    if not candidates[0].is_absolute():
+        candidates = [Path.cwd() / candidates[0], settings.models_dir / candidates[0]]
+    for candidate in candidates:
+        if candidate.exists():
+            return ModelRef(model, candidate.resolve())
+    if not must_exist:
+        return ModelRef(model, candidates[0])
+    known = ", ".join(aliases) or "none"
+    raise UserError(
+        f"unknown model '{model}': not an alias in {models_file()} and no folder at "
+        f"{' or '.join(str(c) for c in candidates)}",
+        hint=f"Known aliases: {known}. Put the model folder there (see models/README.md) or pass its path.")

@@ -1,0 +1,177 @@
+"""An OpenAI-compatible model server on the local network (`vllm serve`, llama.cpp server) behind the batch interface.
+
+Only the URL the user gives is contacted. The official `openai` client does the HTTP work, including retries with
+exponential backoff on connection errors, timeouts, 408/409/429 and 5xx answers; a thread pool bounds how many
+requests are in flight so a big round does not flood the server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlparse
+
+from a2x_local.errors import UserError
+from a2x_local.llm.base import Engine
+from a2x_local.llm.config import OpenAIConfig
+from a2x_local.llm.constraints import openai_body
+from a2x_local.llm.types import RawOutput, Request
+
+
+def normalise_base_url(url: str) -> str:
+    """`http://host:port` and `http://host:port/v1` both mean the server's /v1 API."""
+    url = url.strip().rstrip("/")
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise UserError(f"'{url}' is not an http(s) URL", hint="Pass --base-url http://HOST:PORT/v1.")
+    if parsed.path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+class OpenAIEngine(Engine):
+    """Requests go to ``base_url`` concurrently (at most ``concurrency`` at once), answers come back in order.
+
+    ``model`` is the name the server knows the model by; when empty the server is asked and must serve exactly
+    one model, or one whose name matches one of ``candidates`` (an alias, its source repository, a path).
+    """
+
+    name = "openai"
+
+    def __init__(self, config: OpenAIConfig, *, model: str = "", candidates: Sequence[str] = ()) -> None:
+        super().__init__()
+        if not config.base_url:
+            raise UserError("the openai engine needs the server's URL",
+                            hint="Pass --base-url http://HOST:PORT/v1 or set base_url in [engine.openai].")
+        import openai
+
+        self.config = config
+        self.base_url = normalise_base_url(config.base_url)
+        self._model = model
+        self._candidates = [c for c in candidates if c]
+        self._context_window: int | None = None
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=config.api_key or "EMPTY",
+                                     timeout=config.timeout_s, max_retries=config.max_retries)
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self._context_window
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": self.name, "base_url": self.base_url, "model": self._model or None,
+                "concurrency": self.config.concurrency, "timeout_s": self.config.timeout_s,
+                "max_retries": self.config.max_retries, "max_model_len": self._context_window}
+
+    def served_model(self) -> str:
+        """The model name to send, asking the server once when it was not configured."""
+        if self._model:
+            return self._model
+        import openai
+
+        try:
+            served = list(self._client.models.list())
+        except openai.APIConnectionError as exc:
+            raise self._down_error(exc) from exc
+        except openai.APIStatusError as exc:
+            raise UserError(f"{self.base_url}/models answered HTTP {exc.status_code}: {exc.message}",
+                            hint="Is this an OpenAI-compatible server? Check --base-url.") from exc
+        names = [m.id for m in served]
+        chosen = next((m for m in served if any(_same_model(m.id, c) for c in self._candidates)), None)
+        if chosen is None and len(served) == 1:
+            chosen = served[0]
+        if chosen is None:
+            raise UserError(f"{self.base_url} serves {names or 'no models'}; none matches {self._candidates}",
+                            hint="Pass the served name with --model, or set served_model in [engine.openai].")
+        self._model = chosen.id
+        window = getattr(chosen, "max_model_len", None) or (chosen.model_extra or {}).get("max_model_len")
+        self._context_window = int(window) if window else None
+        return self._model
+
+    def _down_error(self, exc: Exception) -> UserError:
+        return UserError(f"cannot reach the model server at {self.base_url}: {exc}",
+                         hint="Start it (see README, engines) or fix --base-url; nothing else is contacted.")
+
+    def _request_body(self, request: Request) -> dict[str, Any]:
+        """Arguments for `chat.completions.create`; non-standard fields travel in ``extra_body``."""
+        body: dict[str, Any] = {"model": self.served_model(), "messages": [dict(m) for m in request.messages],
+                                "max_tokens": request.max_tokens, "temperature": request.temperature}
+        if request.seed is not None:
+            body["seed"] = request.seed
+        fields = openai_body(request.constraint)
+        if "response_format" in fields:
+            body["response_format"] = fields.pop("response_format")
+        if fields:
+            body["extra_body"] = fields
+        return body
+
+    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
+        self.served_model()
+        down = threading.Event()
+        failures: list[Exception] = []
+
+        def one(request: Request) -> RawOutput:
+            if down.is_set():
+                return RawOutput("", 0, 0, "error", error="not sent: the server is unreachable")
+            try:
+                return self._call(request)
+            except _ServerDown as exc:
+                down.set()
+                failures.append(exc.cause)
+                return RawOutput("", 0, 0, "error", error=str(exc.cause))
+
+        with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(requests))) as pool:
+            outputs = list(pool.map(one, requests))
+        if failures:
+            raise self._down_error(failures[0]) from failures[0]
+        return outputs
+
+    def _call(self, request: Request) -> RawOutput:
+        import openai
+
+        try:
+            response = self._client.chat.completions.create(**self._request_body(request))
+        except openai.APITimeoutError:
+            return RawOutput("", 0, 0, "error", error=(
+                f"no answer from {self.base_url} within {self.config.timeout_s:g} s "
+                f"({self.config.max_retries} retries): raise timeout_s in [engine.openai] or lower the load"))
+        except openai.APIConnectionError as exc:
+            raise _ServerDown(exc) from exc
+        except openai.APIStatusError as exc:
+            return RawOutput("", 0, 0, "error",
+                             error=f"the server rejected the request (HTTP {exc.status_code}): {_detail(exc)}")
+        choice = response.choices[0]
+        usage = response.usage
+        prompt_tokens = usage.prompt_tokens if usage else 0
+        completion_tokens = usage.completion_tokens if usage else 0
+        text = choice.message.content or ""
+        if choice.finish_reason in ("stop", "length"):
+            return RawOutput(text, prompt_tokens, completion_tokens, choice.finish_reason)
+        return RawOutput(text, prompt_tokens, completion_tokens, "error",
+                         error=f"the server finished with reason {choice.finish_reason!r}")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _same_model(served: str, candidate: str) -> bool:
+    """"Qwen/Qwen2.5-7B-Instruct" is the folder "Qwen2.5-7B-Instruct" and "/models/Qwen2.5-7B-Instruct"."""
+    served, candidate = served.rstrip("/"), candidate.rstrip("/")
+    return served == candidate or served.endswith("/" + candidate) or candidate.endswith("/" + served)
+
+
+class _ServerDown(Exception):
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _detail(exc: Any) -> str:
+    """The server's own explanation, which vLLM puts in the JSON body."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body["error"] if isinstance(body.get("error"), dict) else body
+        if inner.get("message"):
+            return str(inner["message"])[:500]
+    return str(getattr(exc, "message", exc))[:500]

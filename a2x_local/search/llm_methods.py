@@ -1,0 +1,161 @@
+"""The LLM search methods as registry entries: `a2x`, `a2x+rescue`, `full` and `select`.
+
+Each factory reads what it needs from the registry database (the active tree, refused when stale; the services),
+builds its retrieval pre-filter, and only then its engine, so bad input fails before a model loads. Library callers
+that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI passes a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a2x_local.db import connect
+from a2x_local.errors import UserError
+from a2x_local.llm.base import Engine
+from a2x_local.registry import Registry, Service
+from a2x_local.search.a2x import A2XSearch
+from a2x_local.search.baselines import FullCatalogue, RetrieveSelect
+from a2x_local.search.corpus import ProgressFactory
+from a2x_local.search.llm_config import MODES, LlmSearchConfig, llm_search_config
+from a2x_local.search.methods import MethodSpec, make_method
+from a2x_local.settings import Settings
+from a2x_local.taxonomy.store import load_active_tree
+from a2x_local.taxonomy.types import Tree
+
+EngineName = Literal["vllm", "transformers", "openai"]
+
+
+class LlmOptions(BaseModel):
+    """Options every LLM method takes: which engine, and the `[search]` keys worth changing per run."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
+    model: str | None = Field(None, description="model alias or folder (default: `model` in [engine])")
+    base_url: str | None = Field(None, description="OpenAI-compatible server (engine openai)")
+    max_model_len: int | None = Field(None, ge=16, description="context window in tokens")
+    dtype: str | None = Field(None, description="weights' number format")
+    structured_backend: str | None = Field(None, description="structured-output backend of vLLM")
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1, description="share of each GPU vLLM may use")
+    tensor_parallel_size: int | None = Field(None, ge=1, description="GPUs the model is split across")
+    quantization: str | None = Field(None, description="vLLM quantization method")
+    merge_threshold: int | None = Field(None, ge=0, description="merge candidate groups smaller than this")
+    group_cap: int | None = Field(None, ge=1, description="most services per selection prompt")
+    max_services_selected: int | None = Field(None, ge=1, description="most services one answer may choose")
+    max_children_selected: int | None = Field(None, ge=1, description="most sub-categories one answer may choose")
+    service_description_chars: int | None = Field(None, ge=0, description="description characters per service")
+    category_description_chars: int | None = Field(None, ge=0, description="description characters per category")
+
+
+class RetrievalOptions(BaseModel):
+    """The hybrid pre-filter's own options (None = the `[retrieval]` configuration)."""
+
+    embedding_model: str | None = Field(None, description="sentence-transformers model of the hybrid pre-filter")
+    text: Literal["name_description", "description"] | None = Field(None, description="indexed text")
+
+
+class SelectOptions(LlmOptions, RetrievalOptions):
+    select_top_k: int | None = Field(None, ge=1, description="retrieved services handed to the model")
+
+
+class RescueOptions(LlmOptions, RetrievalOptions):
+    rescue_top_k: int | None = Field(None, ge=1, description="retrieved services added as one more group")
+
+
+_ENGINE_KEYS = ("model", "base_url", "max_model_len", "dtype", "structured_backend", "gpu_memory_utilization",
+                "tensor_parallel_size", "quantization")
+_RETRIEVAL_KEYS = ("embedding_model", "text")
+
+
+def search_config(settings: Settings, options: BaseModel) -> LlmSearchConfig:
+    """`[search]` with the options that name its keys."""
+    values = options.model_dump(exclude_none=True, exclude={"engine", *_ENGINE_KEYS, *_RETRIEVAL_KEYS})
+    return llm_search_config(settings, **values)
+
+
+def engine_for(settings: Settings, options: LlmOptions) -> Engine:
+    """The engine given, or one started from the options (an unknown or missing model is a UserError)."""
+    if isinstance(options.engine, Engine):
+        return options.engine
+    from a2x_local.cli.engine_options import engine_from_options
+
+    return engine_from_options(settings, engine=options.engine, model=options.model, base_url=options.base_url,
+                               max_model_len=options.max_model_len, dtype=options.dtype,
+                               structured_backend=options.structured_backend,
+                               gpu_memory_utilization=options.gpu_memory_utilization,
+                               tensor_parallel_size=options.tensor_parallel_size, quantization=options.quantization)
+
+
+def check_fresh(tree: Tree, registry_fingerprint: str) -> None:
+    """Refuse a tree built for other registry contents: its categories would hide or invent services."""
+    if tree.registry_fingerprint != registry_fingerprint:
+        raise UserError(
+            f"the active tree (id {tree.build_id}) is stale: services were added, removed or changed since it was"
+            " built", hint="rebuild it with `a2x-local build --model ALIAS` (or re-import yours with `a2x-local tree"
+            " import FILE`), then search again; `a2x-local tree list` shows the trees")
+
+
+def load_services(settings: Settings, db_path: Path, *, tree: bool) -> tuple[Tree | None, dict[str, Service]]:
+    """The registry's services and, when asked, its active tree (refused when missing or stale)."""
+    timeout = float(settings.section("registry").get("lock_timeout_s", 30))
+    with connect(db_path, lock_timeout_s=timeout) as con:
+        registry = Registry(con)
+        services = {service.id: service for service in registry.all()}
+        if not services:
+            raise UserError(f"{db_path}: the registry is empty, there is nothing to search",
+                            hint="load services first: a2x-local ingest PATH")
+        active = load_active_tree(con) if tree else None
+        if active is not None:
+            check_fresh(active, registry.fingerprint())
+    return active, services
+
+
+def _retriever(settings: Settings, db_path: Path, options: RetrievalOptions,
+               progress: ProgressFactory | None) -> Any:
+    """The hybrid retriever (its indexes built on the way when missing or stale)."""
+    return make_method("hybrid", settings, db_path, progress=progress, embedding_model=options.embedding_model,
+                       text=options.text)
+
+
+def _a2x(settings: Settings, db_path: Path, options: LlmOptions, _progress: ProgressFactory | None) -> A2XSearch:
+    config = search_config(settings, options)
+    tree, services = load_services(settings, db_path, tree=True)
+    assert tree is not None
+    return A2XSearch(tree, services, engine_for(settings, options), config)
+
+
+def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
+            progress: ProgressFactory | None) -> A2XSearch:
+    config = search_config(settings, options)
+    tree, services = load_services(settings, db_path, tree=True)
+    assert tree is not None
+    retriever = _retriever(settings, db_path, options, progress)
+    return A2XSearch(tree, services, engine_for(settings, options), config, rescue=retriever)
+
+
+def _full(settings: Settings, db_path: Path, options: LlmOptions,
+          _progress: ProgressFactory | None) -> FullCatalogue:
+    config = search_config(settings, options)
+    _, services = load_services(settings, db_path, tree=False)
+    return FullCatalogue(list(services.values()), engine_for(settings, options), config)
+
+
+def _select(settings: Settings, db_path: Path, options: SelectOptions,
+            progress: ProgressFactory | None) -> RetrieveSelect:
+    config = search_config(settings, options)
+    _, services = load_services(settings, db_path, tree=False)
+    retriever = _retriever(settings, db_path, options, progress)
+    return RetrieveSelect(list(services.values()), retriever, engine_for(settings, options), config)
+
+
+A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", LlmOptions, _a2x,
+                      ranked=False, modes=MODES)
+RESCUE_SPEC = MethodSpec("a2x+rescue", "A2X plus the hybrid top-k as one more candidate group", RescueOptions,
+                         _rescue, ranked=False, modes=MODES)
+FULL_SPEC = MethodSpec("full", "the whole catalogue in one prompt; the model picks", LlmOptions, _full,
+                       ranked=False, modes=MODES)
+SELECT_SPEC = MethodSpec("select", "hybrid top-k handed to the model for selection", SelectOptions, _select,
+                         ranked=False, modes=MODES)

@@ -1,0 +1,182 @@
+"""Every search method by name, so `a2x-local search` and `a2x-local eval` run any of them the same way.
+
+A method is a :class:`MethodSpec`: a name, an options model (pydantic, unknown options rejected), and a factory
+that returns a :class:`~a2x_local.search.types.SearchMethod`. Built-in retrievers are registered below; a stage
+that adds a method (A2X descent, full catalogue, select, ...) adds one line to ``_LAZY`` naming the module attribute
+that holds its spec, and the module is imported only when that method is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from a2x_local.errors import UserError
+from a2x_local.search.config import RetrievalConfig, TextField, retrieval_config
+from a2x_local.search.corpus import ProgressFactory, ensure_bm25, ensure_dense, load_corpus
+from a2x_local.search.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, RetrieverMethod
+from a2x_local.search.types import SearchMethod
+from a2x_local.settings import Settings
+
+MethodFactory = Callable[[Settings, Path, Any, "ProgressFactory | None"], SearchMethod]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """How to make one search method and what it accepts."""
+
+    name: str
+    summary: str
+    options: type[BaseModel]
+    factory: MethodFactory
+    ranked: bool = True
+    modes: tuple[str, ...] = ()     # LLM methods: accepted SearchRequest.mode values (empty: none)
+
+
+class RetrieverOptions(BaseModel):
+    """Options of the dense and BM25 retrievers (None = the `[retrieval]` configuration)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    embedding_model: str | None = Field(None, description="sentence-transformers model: built-in name or path")
+    text: TextField | None = Field(None, description="indexed text: name_description | description")
+    params: bool | None = Field(None, description="append parameter names from metadata.inputSchema")
+
+
+class HybridOptions(RetrieverOptions):
+    rrf_k: float | None = Field(None, gt=0, description="reciprocal rank fusion constant")
+    fusion_depth: int | None = Field(None, ge=0, description="results of each ranking fused (0 = all)")
+
+
+def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
+    values = options.model_dump(exclude_none=True)
+    values.pop("embedding_model", None)
+    if "params" in values:
+        values["text_params"] = values.pop("params")
+    return retrieval_config(settings, **values)
+
+
+def _lock_timeout(settings: Settings) -> float:
+    return float(settings.section("registry").get("lock_timeout_s", 30))
+
+
+def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
+           progress: ProgressFactory | None) -> DenseRetriever:
+    config = _config(settings, options)
+    corpus = load_corpus(db_path, lock_timeout_s=_lock_timeout(settings))
+    embedder, index, info = ensure_dense(corpus, config, model=options.embedding_model, progress=progress)
+    return DenseRetriever(corpus, config, embedder, index, info.variant)
+
+
+def _bm25(settings: Settings, db_path: Path, options: RetrieverOptions,
+          progress: ProgressFactory | None) -> Bm25Retriever:
+    config = _config(settings, options)
+    corpus = load_corpus(db_path, lock_timeout_s=_lock_timeout(settings))
+    index, info = ensure_bm25(corpus, config)
+    return Bm25Retriever(corpus, config, index, info.variant)
+
+
+def _hybrid(settings: Settings, db_path: Path, options: HybridOptions,
+            progress: ProgressFactory | None) -> HybridRetriever:
+    config = _config(settings, options)
+    corpus = load_corpus(db_path, lock_timeout_s=_lock_timeout(settings))
+    embedder, dense_index, dense_info = ensure_dense(corpus, config, model=options.embedding_model,
+                                                     progress=progress)
+    bm25_index, bm25_info = ensure_bm25(corpus, config)
+    dense = DenseRetriever(corpus, config, embedder, dense_index, dense_info.variant)
+    return HybridRetriever(corpus, config, dense, Bm25Retriever(corpus, config, bm25_index, bm25_info.variant))
+
+
+_SPECS: dict[str, MethodSpec] = {
+    "dense": MethodSpec("dense", "embedding similarity (sentence-transformers + FAISS)", RetrieverOptions, _dense),
+    "bm25": MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25),
+    "hybrid": MethodSpec("hybrid", "reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid),
+}
+
+# name -> "module:ATTRIBUTE" of a MethodSpec, imported on first use. Stages add their methods here.
+_LAZY: dict[str, str] = {
+    "a2x": "a2x_local.search.llm_methods:A2X_SPEC",
+    "a2x+rescue": "a2x_local.search.llm_methods:RESCUE_SPEC",
+    "full": "a2x_local.search.llm_methods:FULL_SPEC",
+    "select": "a2x_local.search.llm_methods:SELECT_SPEC",
+}
+
+
+def register_method(spec: MethodSpec, *, replace: bool = False) -> None:
+    """Add a method at run time (plug-ins, tests)."""
+    if spec.name in _SPECS and not replace:
+        raise ValueError(f"search method '{spec.name}' is already registered")
+    _SPECS[spec.name] = spec
+
+
+def unregister_method(name: str) -> None:
+    _SPECS.pop(name, None)
+
+
+def method_names() -> list[str]:
+    return sorted(set(_SPECS) | set(_LAZY))
+
+
+def method_spec(name: str) -> MethodSpec:
+    """The spec of a method by name; an unknown name is a user error listing the known ones."""
+    if name not in _SPECS and name in _LAZY:
+        module_name, _, attribute = _LAZY[name].partition(":")
+        spec = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(spec, MethodSpec):
+            raise TypeError(f"{_LAZY[name]} is not a MethodSpec")
+        _SPECS[name] = spec
+    if name not in _SPECS:
+        raise UserError(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(method_names())}")
+    return _SPECS[name]
+
+
+def validate_options(spec: MethodSpec, options: dict[str, Any]) -> BaseModel:
+    """Options as the method's typed model; unknown or malformed options name the option and the method."""
+    try:
+        return spec.options.model_validate(options)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "options"
+            problems.append("unknown option" if error["type"] == "extra_forbidden" else error["msg"])
+            problems[-1] = f"{where}: {problems[-1]}"
+        accepted = ", ".join(spec.options.model_fields) or "none"
+        raise UserError(f"method '{spec.name}': {'; '.join(problems)}",
+                        hint=f"options '{spec.name}' accepts: {accepted}") from exc
+
+
+def make_method(name: str, settings: Settings, db_path: Path | None = None, *,
+                progress: ProgressFactory | None = None, **options: Any) -> SearchMethod:
+    """A ready search method over the registry at ``db_path`` (default: the settings' database).
+
+    ``options`` are the method's own (see its options model); None values mean "use the configuration".
+    Retrieval indexes are built on the way when missing or stale; ``progress`` shows that to a person.
+    """
+    spec = method_spec(name)
+    typed = validate_options(spec, {key: value for key, value in options.items() if value is not None})
+    return spec.factory(settings, Path(db_path or settings.db_path), typed, progress)
+
+
+def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **options: Any) -> RetrieverMethod:
+    """A ranked retriever (dense | bm25 | hybrid): the pre-filter LLM methods put in front of a model."""
+    method = make_method(name, settings, db_path, **options)
+    if not isinstance(method, RetrieverMethod):
+        raise UserError(f"method '{name}' is not a retriever", hint="use dense, bm25 or hybrid")
+    return method
+
+
+def parse_option_pairs(pairs: Iterable[str]) -> dict[str, str]:
+    """``["k=v", ...]`` from repeated `-o/--option` flags; values stay strings, the options model converts them."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise UserError(f"option '{pair}' is not KEY=VALUE", hint="for example: -o rrf_k=30")
+        options[key] = value.strip()
+    return options

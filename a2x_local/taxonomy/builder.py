@@ -1,0 +1,221 @@
+"""The level-synchronous build: every step of one level is one engine round across all nodes of that level.
+
+``Builder.step`` advances the state to the end of the next engine round (doing the model-free work on the way:
+vocabulary merging, finalising a level, the leaf-size re-check), so the caller can checkpoint after each round.
+The number of sequential rounds therefore depends on depth and refine passes, not on the number of services.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from a2x_local.errors import UserError
+from a2x_local.llm.base import Engine
+from a2x_local.llm.types import Result
+from a2x_local.registry.types import Service
+from a2x_local.taxonomy import assign, crossdomain, design, keywords, refine
+from a2x_local.taxonomy.calls import Planned
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.finalise import finalise
+from a2x_local.taxonomy.state import (
+    ASSIGN,
+    DESIGN,
+    KEYWORDS,
+    REDESIGN,
+    REFINE,
+    STEP_ORDER,
+    VALIDATE,
+    BuildState,
+    NodeWork,
+)
+
+SPLIT, CROSS_PICK, CROSS_PLACE, FINISHED = "split", "cross_pick", "cross_place", "done"
+
+
+class BuildAborted(UserError):
+    """Too many answers of one round stayed invalid after the engine's retry; the build can be resumed."""
+
+
+class RoundObserver(Protocol):
+    """Told about every engine round (progress display); ``services`` counts the services the round is about."""
+
+    def round_started(self, step: str, level: int, requests: int, services: int) -> None: ...
+
+    def round_finished(self, step: str, results: Sequence[Result]) -> None: ...
+
+
+class Builder:
+    """Drives one build state forward with one engine, one round per ``step`` call."""
+
+    def __init__(self, state: BuildState, services: Mapping[str, Service], config: BuildConfig, engine: Engine,
+                 observer: RoundObserver | None = None) -> None:
+        self.state = state
+        self.services = services
+        self.config = config
+        self.engine = engine
+        self.observer = observer
+
+    @property
+    def finished(self) -> bool:
+        return self.state.phase == FINISHED
+
+    def step(self) -> str | None:
+        """Run until one engine round has been answered and applied; return its step name (None when done)."""
+        state = self.state
+        while state.phase != FINISHED:
+            if state.phase == SPLIT:
+                ran = self._split_step()
+            elif state.phase == CROSS_PICK:
+                ran = self._cross_pick()
+            else:
+                ran = self._cross_place()
+            if ran:
+                return ran
+        return None
+
+    # -- splitting ---------------------------------------------------------------------------------------------
+
+    def _split_step(self) -> str | None:
+        state = self.state
+        if not state.work:
+            if not state.queue:
+                self._after_splitting()
+                return None
+            self._start_level()
+        stage = next((s for s in STEP_ORDER if any(w.status == s for w in state.work.values())), None)
+        if stage is None:
+            self._finalise_level()
+            return None
+        works = [state.work[n] for n in sorted(state.work) if state.work[n].status == stage]
+        planned = self._plan(stage, works)
+        if planned:
+            results = self._round(stage, planned)
+            self._apply(stage, planned, results)
+        self._after(stage, works)
+        return stage if planned else None
+
+    def _start_level(self) -> None:
+        state = self.state
+        for node_id in sorted(state.queue):
+            node = state.nodes[node_id]
+            if len(node.services) <= self.config.leaf_max_services or node.depth >= self.config.max_depth:
+                continue
+            path = " › ".join(state.nodes[n].name for n in self._path(node_id))
+            work = NodeWork(node_id=node_id, path=path, services=list(node.services))
+            design.choose_mode(work, self.services, self.config, self.engine, state)
+            state.work[node_id] = work
+        state.queue = []
+
+    def _path(self, node_id: str) -> list[str]:
+        path = [node_id]
+        while self.state.nodes[path[-1]].parent is not None:
+            path.append(self.state.nodes[path[-1]].parent)
+        return path[::-1]
+
+    def _plan(self, stage: str, works: list[NodeWork]) -> list[Planned]:
+        args = (self.config, self.engine, self.state)
+        planners: dict[str, Callable[[], list[Planned]]] = {
+            KEYWORDS: lambda: keywords.keyword_requests(works, self.services, *args),
+            DESIGN: lambda: design.design_requests(works, self.services, *args),
+            VALIDATE: lambda: design.validation_requests(works, *args),
+            REDESIGN: lambda: design.redesign_requests(works, *args),
+            REFINE: lambda: refine.refine_requests(works, self.services, *args),
+            ASSIGN: lambda: assign.assign_requests(works, self.services, *args),
+        }
+        return planners[stage]()
+
+    def _apply(self, stage: str, planned: list[Planned], results: list[Result]) -> None:
+        state, config = self.state, self.config
+        for plan, result in zip(planned, results, strict=True):
+            work = state.work[plan.node]
+            if stage == KEYWORDS:
+                keywords.apply_keywords(work, plan, result, state)
+            elif stage == DESIGN:
+                design.apply_design(work, result, config, state, is_root=plan.node == state.root_id)
+            elif stage == VALIDATE:
+                design.apply_validation(work, result, state)
+            elif stage == REDESIGN:
+                design.apply_redesign(work, result, config, state)
+            elif stage == REFINE:
+                refine.apply_refine(work, result, config, state)
+            else:
+                assign.apply_assign(work, plan, result, state)
+
+    def _after(self, stage: str, works: list[NodeWork]) -> None:
+        """Model-free work that ends a step for every node that took part, answered or not."""
+        for work in works:
+            if stage == KEYWORDS and work.status == KEYWORDS:
+                self.state.vocabulary.append(keywords.merge_vocabulary(work, self.config))
+            elif stage == ASSIGN and work.status == ASSIGN:
+                assign.after_pass(work, self.config)
+
+    def _finalise_level(self) -> None:
+        state = self.state
+        for node_id in sorted(state.work):
+            state.queue.extend(finalise(state, state.work[node_id], self.config))
+        state.work = {}
+        state.level += 1
+
+    def _after_splitting(self) -> None:
+        state = self.state
+        root = state.nodes[state.root_id]
+        if self.config.cross_domain and not state.cross_done and len(root.children) >= 2:
+            state.phase = CROSS_PICK
+        else:
+            state.phase = FINISHED
+
+    # -- cross-domain ------------------------------------------------------------------------------------------
+
+    def _cross_pick(self) -> str | None:
+        state = self.state
+        planned = crossdomain.pick_requests(state, self.services, self.config, self.engine)
+        if planned:
+            results = self._round("crossdomain_pick", planned)
+            memo: dict = {}
+            for plan, result in zip(planned, results, strict=True):
+                crossdomain.apply_pick(plan, result, state, memo)
+        state.phase = CROSS_PLACE
+        return "crossdomain_pick" if planned else None
+
+    def _cross_place(self) -> str | None:
+        state = self.state
+        planned = crossdomain.place_requests(state, self.services, self.config, self.engine)
+        if planned:
+            results = self._round("crossdomain_place", planned)
+            for plan, result in zip(planned, results, strict=True):
+                crossdomain.apply_place(plan, result, self.config, state)
+        state.cross_done = True
+        state.cross_picks = []
+        state.queue = crossdomain.overfull_leaves(state, self.config)
+        state.count("leaves_resplit_after_cross_domain", len(state.queue))
+        state.phase = SPLIT
+        return "crossdomain_place" if planned else None
+
+    # -- one engine round --------------------------------------------------------------------------------------
+
+    def _round(self, step: str, planned: list[Planned]) -> list[Result]:
+        requests = [p.request for p in planned]
+        if self.observer:
+            services = sum(len(p.items) for p in planned) or sum(
+                len(self.state.work[p.node].services) for p in planned if p.node in self.state.work)
+            self.observer.round_started(step, self.state.level, len(requests), services)
+        rounds_before = self.engine.usage.rounds
+        results = self.engine.generate(requests)
+        failed = [r for r in results if not r.ok]
+        self.state.rounds.append({
+            "step": step, "level": self.state.level, "requests": len(requests), "failed": len(failed),
+            "engine_rounds": self.engine.usage.rounds - rounds_before,
+            "prompt_tokens": sum(r.prompt_tokens for r in results),
+            "completion_tokens": sum(r.completion_tokens for r in results),
+        })
+        if self.observer:
+            self.observer.round_finished(step, results)
+        if failed and len(failed) > self.config.max_failed_fraction * len(requests):
+            raise BuildAborted(
+                f"{len(failed)} of {len(requests)} {step} answers stayed invalid after the retry"
+                f" (first: {failed[0].error})",
+                hint="check the model and its context window (max_model_len); lower budget_chars_per_token (larger"
+                     " answer budgets) or raise max_failed_fraction in [build]; then `a2x-local build --resume`",
+            )
+        return results

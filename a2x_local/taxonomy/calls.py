@@ -1,0 +1,103 @@
+"""What every build step shares: service lines, requests that fit the context window, category listings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from a2x_local.llm.base import Engine
+from a2x_local.llm.types import Constraint, Message, Request
+from a2x_local.registry.types import Service
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.prompts import render
+from a2x_local.taxonomy.state import Draft
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters (newlines would break numbered lists)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
+
+
+def service_line(service: Service, description_chars: int) -> str:
+    """`name: description` with the description cut; the name is always shown in full (up to 120 chars)."""
+    return f"{clip(service.name, 120)}: {clip(service.description, description_chars)}"
+
+
+def numbered(lines: Sequence[str]) -> str:
+    """Numbered in numeric order (1, 2, … 10), never string order."""
+    return "\n".join(f"{k}. {line}" for k, line in enumerate(lines, start=1))
+
+
+def category_block(drafts: Sequence[Draft], *, counts: Sequence[int] | None = None) -> str:
+    """The categories as a model sees them when classifying: name, description, decision rule, boundary."""
+    blocks = []
+    for k, draft in enumerate(drafts, start=1):
+        size = f" ({counts[k - 1]})" if counts is not None else ""
+        boundary = draft.boundary if draft.boundary.lower().startswith("not here") else (
+            f"NOT here: {draft.boundary}")
+        blocks.append(f"{k}. {draft.name}{size}: {draft.description}\n   Belongs here: {draft.decision_rule}\n"
+                      f"   {boundary}")
+    return "\n".join(blocks)
+
+
+def system_values(config: BuildConfig) -> dict[str, object]:
+    """Build-wide placeholders of the system prompts (identical for every request of a build)."""
+    return {"max_keywords": config.keywords_per_service_max, "min_children": config.min_children,
+            "max_children": config.max_children}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A request and what its answer is about (the owner node, the offered services)."""
+
+    request: Request
+    node: str
+    items: tuple[str, ...] = ()
+
+
+def fitted_request(engine: Engine, config: BuildConfig, call_type: str, *, constraint: Constraint, budget: int,
+                   context: Mapping[str, Any], min_budget: int | None = None, user: Mapping[str, object],
+                   system: Mapping[str, object] | None = None) -> Request | None:
+    """A request whose prompt plus answer budget fits the engine's context window, or None when it cannot.
+
+    The budget is lowered to what the window leaves, but never below ``min_budget`` (default: the whole budget,
+    since a cut-off line answer is useless).
+    """
+    messages: list[Message] = render(call_type, system={**system_values(config), **(system or {})}, **user)
+    window = engine.max_model_len
+    max_tokens = budget
+    if window:
+        room = window - engine.count_prompt_tokens(messages) - 8
+        if room < min(budget, budget if min_budget is None else min_budget):
+            return None
+        max_tokens = min(budget, room)
+    return Request(messages=messages, constraint=constraint, max_tokens=max_tokens, label=call_type,
+                   temperature=config.temperature, seed=config.seed, context=dict(context))
+
+
+def chunks(items: Sequence[str], size: int) -> list[list[str]]:
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def fit_chunks(items: Sequence[str], size: int,
+               make: Callable[[list[str]], Request | None]) -> tuple[list[tuple[list[str], Request]], list[str]]:
+    """Requests over chunks of ``items``; a chunk whose prompt does not fit is halved until it does.
+
+    Returns the (chunk, request) pairs and the items that do not fit even alone.
+    """
+    planned: list[tuple[list[str], Request]] = []
+    unfit: list[str] = []
+    todo = chunks(items, size)
+    while todo:
+        chunk = todo.pop(0)
+        request = make(chunk)
+        if request is not None:
+            planned.append((chunk, request))
+        elif len(chunk) == 1:
+            unfit.extend(chunk)
+        else:
+            half = len(chunk) // 2
+            todo[:0] = [chunk[:half], chunk[half:]]
+    return planned, unfit

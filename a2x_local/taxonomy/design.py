@@ -1,0 +1,199 @@
+"""Designing sub-categories (from descriptions or from a keyword table) and validating the root's design."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from a2x_local.llm.base import Engine
+from a2x_local.llm.types import JsonConstraint, Request, Result
+from a2x_local.registry.types import Service
+from a2x_local.taxonomy.calls import Planned, clip, fitted_request, numbered, service_line
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.schemas import VIOLATIONS, design_budget, design_model, validation_model
+from a2x_local.taxonomy.state import ASSIGN, KEYWORDS, REDESIGN, UNSPLIT, VALIDATE, BuildState, Draft, NodeWork
+
+
+def _description_request(work: NodeWork, services: Mapping[str, Service], config: BuildConfig,
+                         engine: Engine) -> Request | None:
+    lines = [f"- {service_line(services[s], config.design_description_chars)}" for s in work.services]
+    return fitted_request(
+        engine, config, "design_descriptions",
+        constraint=JsonConstraint(design_model(config, config.min_children, config.max_children)),
+        budget=design_budget(config, config.max_children),
+        min_budget=design_budget(config, max(config.min_children, config.max_children // 2)),
+        context={"step": "design", "node": work.node_id, "mode": "descriptions", "services": list(work.services),
+                 "min_children": config.min_children, "max_children": config.max_children},
+        user={"node_path": work.path, "count": len(work.services), "services": "\n".join(lines)},
+    )
+
+
+def choose_mode(work: NodeWork, services: Mapping[str, Service], config: BuildConfig, engine: Engine,
+                state: BuildState) -> None:
+    """Keyword path above θ_kw, and also for a smaller node whose description prompt would not fit the window."""
+    if len(work.services) > config.keyword_path_min_services:
+        work.mode, work.status = "keywords", KEYWORDS
+    elif _description_request(work, services, config, engine) is None:
+        work.mode, work.status = "keywords", KEYWORDS
+        work.note = "descriptions exceed the context window: keyword path"
+        state.count("design_keyword_fallbacks")
+
+
+def _keyword_request(work: NodeWork, config: BuildConfig, engine: Engine) -> Request | None:
+    limit = config.keyword_table_max
+    while limit >= 1 and work.vocabulary:
+        table = work.vocabulary[:limit]
+        request = fitted_request(
+            engine, config, "design_keywords",
+            constraint=JsonConstraint(design_model(config, config.min_children, config.max_children)),
+            budget=design_budget(config, config.max_children),
+            min_budget=design_budget(config, max(config.min_children, config.max_children // 2)),
+            context={"step": "design", "node": work.node_id, "mode": "keywords", "keywords": table,
+                     "services": list(work.services), "min_children": config.min_children,
+                     "max_children": config.max_children},
+            user={"node_path": work.path, "count": len(work.services),
+                  "keywords": "\n".join(f"{word} ({count})" for word, count in table)},
+        )
+        if request is not None:
+            return request
+        limit //= 2
+    return None
+
+
+def design_requests(works: Sequence[NodeWork], services: Mapping[str, Service], config: BuildConfig,
+                    engine: Engine, state: BuildState) -> list[Planned]:
+    planned = []
+    for work in works:
+        if work.mode == "keywords":
+            request = _keyword_request(work, config, engine)
+        else:
+            request = _description_request(work, services, config, engine)
+        if request is None:
+            work.status, work.note = UNSPLIT, "no design prompt fits the context window (or no keywords)"
+            state.count("design_unfit_nodes")
+            continue
+        planned.append(Planned(request, work.node_id))
+    return planned
+
+
+def _distinct(drafts: Sequence[Draft], state: BuildState) -> list[Draft]:
+    """Categories with the same name would split one concept in two: later duplicates are dropped."""
+    seen: set[str] = set()
+    kept = []
+    for draft in drafts:
+        key = draft.name.casefold()
+        if key in seen:
+            state.count("duplicate_categories_dropped")
+            continue
+        seen.add(key)
+        kept.append(draft)
+    return kept
+
+
+def enter_assign(work: NodeWork) -> None:
+    work.status = ASSIGN
+    work.assignment = {}
+    work.failed = []
+    work.pending = list(work.services)
+
+
+def apply_design(work: NodeWork, result: Result, config: BuildConfig, state: BuildState, *, is_root: bool) -> None:
+    """A design that stayed invalid leaves the node a leaf (safe: its services stay reachable)."""
+    drafts = _distinct([Draft.from_answer(c) for c in result.value.categories], state) if result.ok else []
+    if len(drafts) < config.min_children:
+        work.status = UNSPLIT
+        work.note = "design failed" if not result.ok else "design had too few distinct categories"
+        state.count("design_failed_nodes")
+        return
+    work.drafts = drafts
+    if is_root and config.root_validation_rounds > 0:
+        work.status = VALIDATE
+    else:
+        enter_assign(work)
+
+
+def _summary(draft: Draft) -> str:
+    keywords = f" [keywords: {', '.join(draft.keywords)}]" if draft.keywords else ""
+    return f"{draft.name}: {draft.description}{keywords}"
+
+
+def validation_requests(works: Sequence[NodeWork], config: BuildConfig, engine: Engine,
+                        state: BuildState) -> list[Planned]:
+    planned = []
+    for work in works:
+        count = len(work.drafts)
+        per_verdict = 24 + sum(len(v) + 3 for v in VIOLATIONS)
+        request = fitted_request(
+            engine, config, "validate_root", constraint=JsonConstraint(validation_model(count)),
+            budget=int(count * per_verdict / config.budget_chars_per_token) + 32,
+            context={"step": "validate", "node": work.node_id, "categories": [d.name for d in work.drafts]},
+            user={"categories": numbered([_summary(d) for d in work.drafts])},
+        )
+        if request is None:
+            state.count("validate_unfit")
+            enter_assign(work)
+            continue
+        planned.append(Planned(request, work.node_id))
+    return planned
+
+
+def apply_validation(work: NodeWork, result: Result, state: BuildState) -> None:
+    """A validation that stayed invalid keeps the design as it is (safe: it was a valid design)."""
+    work.validations += 1
+    if not result.ok:
+        state.count("validate_failed")
+        enter_assign(work)
+        return
+    work.flagged = {str(k): list(dict.fromkeys(v.violations))
+                    for k, v in enumerate(result.value.verdicts, start=1) if v.violations}
+    state.count("root_categories_flagged", len(work.flagged))
+    if work.flagged:
+        work.status = REDESIGN
+    else:
+        enter_assign(work)
+
+
+def redesign_requests(works: Sequence[NodeWork], config: BuildConfig, engine: Engine,
+                      state: BuildState) -> list[Planned]:
+    planned = []
+    for work in works:
+        kept = [d for k, d in enumerate(work.drafts, start=1) if str(k) not in work.flagged]
+        flagged = [(d, work.flagged[str(k)]) for k, d in enumerate(work.drafts, start=1) if str(k) in work.flagged]
+        room = config.max_children - len(kept)
+        flagged_lines = [f"- {clip(d.name, config.name_max_chars)}: {d.description} (problems: {', '.join(v)};"
+                         f" keywords: {', '.join(d.keywords) or 'none'})" for d, v in flagged]
+        request = fitted_request(
+            engine, config, "redesign_root",
+            constraint=JsonConstraint(design_model(config, 1, room)),
+            budget=design_budget(config, room),
+            min_budget=design_budget(config, max(1, min(room, len(flagged) + 2))),
+            context={"step": "redesign", "node": work.node_id, "kept": [d.name for d in kept],
+                     "flagged": [d.name for d, _ in flagged], "violations": [v for _, v in flagged],
+                     "max_new": room},
+            user={"kept": numbered([_summary(d) for d in kept]) or "(none)", "flagged": "\n".join(flagged_lines)},
+        )
+        if request is None:
+            state.count("redesign_unfit")
+            enter_assign(work)
+            continue
+        planned.append(Planned(request, work.node_id))
+    return planned
+
+
+def apply_redesign(work: NodeWork, result: Result, config: BuildConfig, state: BuildState) -> None:
+    """Kept categories plus replacements; a result with fewer than the minimum categories is rejected."""
+    if not result.ok:
+        state.count("redesign_failed")
+        enter_assign(work)
+        return
+    kept = [d for k, d in enumerate(work.drafts, start=1) if str(k) not in work.flagged]
+    proposal = _distinct(kept + [Draft.from_answer(c) for c in result.value.categories], state)
+    if len(proposal) < config.redesign_min_categories:
+        state.count("redesign_rejected")
+    else:
+        state.count("redesign_accepted")
+        work.drafts = proposal[: config.max_children]
+    work.flagged = {}
+    if work.validations < config.root_validation_rounds:
+        work.status = VALIDATE
+    else:
+        enter_assign(work)

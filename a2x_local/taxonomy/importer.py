@@ -1,0 +1,209 @@
+"""`tree import`: a taxonomy made elsewhere (hand-curated, or exported by another build) as a searchable tree.
+
+Accepted JSON (documented in the README, "Imported trees"):
+- nested: ``{"format": "a2x-tree", "version": 1, "root": NODE}`` or a bare NODE (what `tree export` and
+  ``Tree.to_nested()`` write), where NODE = ``{"name", "description", "boundary"?, "decision_rule"?, "keywords"?,
+  "services"?: [service id, ...], "children"?: [NODE, ...], "id"?}``;
+- flat: ``{"format": "a2x-tree", "version": 1, "nodes": [{"id", "parent": id | null, "name", ...}, ...]}``.
+A node may appear only once: a repeated ``id`` (or the same object reached twice) would give it two parents or
+make a cycle, and a flat file whose parent links loop never reaches the root; both are errors, as are unknown
+service ids. Node ids of the stored tree come from code (``root/1/2``), as for built trees.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from a2x_local.db import transaction
+from a2x_local.errors import InputError
+from a2x_local.taxonomy import store
+from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
+from a2x_local.taxonomy.types import ROOT_ID, Tree, TreeNode, child_id
+
+MAX_DEPTH = 32
+MAX_NODES = 200_000
+_TEXT_LIMITS = {"name": 300, "description": 4000, "boundary": 4000, "decision_rule": 4000}
+_NODE_FIELDS = {"id", "name", "description", "boundary", "decision_rule", "keywords", "services", "children"}
+
+
+def read_tree_file(path: Path) -> Any:
+    """The parsed JSON of an import file (a clear error for a missing or malformed file)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the file: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+
+
+def import_tree(data: Any, known_services: Iterable[str], *, source: str = "<tree>") -> tuple[Tree, list[str]]:
+    """Validate and convert; return the tree and warnings (e.g. registry services the tree does not place)."""
+    known = set(known_services)
+    if isinstance(data, dict) and "nodes" in data and "root" not in data:
+        _check_header(data, source)
+        root = _from_flat(data["nodes"], source)
+    elif isinstance(data, dict) and "root" in data:
+        _check_header(data, source)
+        root = data["root"]
+    elif isinstance(data, dict):
+        root = data
+    else:
+        raise InputError(source, f"expected a JSON object, got {type(data).__name__}")
+    tree = _from_nested(root, source)
+    unknown: dict[str, str] = {}
+    for node in tree.walk():
+        for service_id in node.services:
+            if service_id not in known and service_id not in unknown:
+                unknown[service_id] = node.name
+    if unknown:
+        shown = ", ".join(f"'{s}' (in '{n}')" for s, n in list(unknown.items())[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise InputError(source, f"{len(unknown)} unknown service id(s): {shown}{more}",
+                         hint="import into the registry that holds these services, or fix the ids")
+    warnings = []
+    unplaced = len(known - tree.service_ids())
+    if unplaced:
+        warnings.append(f"{unplaced} of {len(known)} registry services are not in the imported tree;"
+                        " searches cannot find them")
+    return tree, warnings
+
+
+def _check_header(data: dict, source: str) -> None:
+    if data.get("format", FORMAT_NAME) != FORMAT_NAME:
+        raise InputError(source, f"format is {data.get('format')!r}, expected {FORMAT_NAME!r}", field="format")
+    if data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
+        raise InputError(source, f"version {data.get('version')!r} is not supported (expected {FORMAT_VERSION})",
+                         field="version")
+
+
+def _from_flat(nodes: Any, source: str) -> dict[str, Any]:
+    """Nested form of a flat node list; parent links that loop or dangle are errors."""
+    if not isinstance(nodes, list) or not nodes:
+        raise InputError(source, "'nodes' must be a non-empty list", field="nodes")
+    if len(nodes) > MAX_NODES:
+        raise InputError(source, f"more than {MAX_NODES} nodes", field="nodes")
+    by_id: dict[str, dict[str, Any]] = {}
+    for index, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            raise InputError(source, "a node must be a JSON object", entry=index)
+        node_id = node.get("id")
+        if not isinstance(node_id, str) or not node_id:
+            raise InputError(source, "every node of a flat list needs a non-empty string 'id'", entry=index,
+                             field="id")
+        if node_id in by_id:
+            raise InputError(source, f"node id '{node_id}' appears twice", entry=index, field="id")
+        by_id[node_id] = node
+    roots = [n for n in nodes if n.get("parent") is None]
+    if len(roots) != 1:
+        raise InputError(source, f"expected exactly one node without a parent (the root), found {len(roots)}",
+                         field="parent")
+    for node in nodes:
+        seen = [node["id"]]
+        current = node
+        while current.get("parent") is not None:
+            parent = current["parent"]
+            if parent not in by_id:
+                raise InputError(source, f"parent '{parent}' of node '{current['id']}' does not exist",
+                                 entry=current["id"], field="parent")
+            if parent in seen:
+                loop = " -> ".join([*seen[seen.index(parent):], parent])
+                raise InputError(source, f"cycle in parent links: {loop}", entry=node["id"], field="parent")
+            seen.append(parent)
+            current = by_id[parent]
+    nested = {n["id"]: {k: v for k, v in n.items() if k != "parent"} | {"children": []} for n in nodes}
+    for node in nodes:
+        if node.get("children"):
+            raise InputError(source, "flat nodes name their parent; 'children' is not allowed", entry=node["id"],
+                             field="children")
+        if node.get("parent") is not None:
+            nested[node["parent"]]["children"].append(nested[node["id"]])
+    return nested[roots[0]["id"]]
+
+
+def _from_nested(root: Any, source: str) -> Tree:
+    nodes: dict[str, TreeNode] = {}
+    seen_objects: set[int] = set()
+    seen_ids: dict[str, str] = {}
+    stack: list[tuple[Any, str, str | None, int, str]] = [(root, ROOT_ID, None, 0, "root")]
+    while stack:
+        data, node_id, parent, depth, where = stack.pop()
+        if not isinstance(data, dict):
+            raise InputError(source, f"a node must be a JSON object, got {type(data).__name__}", entry=where)
+        if id(data) in seen_objects:
+            raise InputError(source, "the same node object appears twice (a cycle or a shared subtree)",
+                             entry=where)
+        seen_objects.add(id(data))
+        explicit = data.get("id")
+        if explicit is not None:
+            if not isinstance(explicit, str | int):
+                raise InputError(source, "'id' must be a string", entry=where, field="id")
+            if str(explicit) in seen_ids:
+                raise InputError(source, f"node id '{explicit}' appears twice (first at {seen_ids[str(explicit)]});"
+                                 " a node may have one parent only, and a repeated id would make a cycle",
+                                 entry=where, field="id")
+            seen_ids[str(explicit)] = where
+        if depth > MAX_DEPTH:
+            raise InputError(source, f"the tree is deeper than {MAX_DEPTH} levels", entry=where)
+        if len(nodes) >= MAX_NODES:
+            raise InputError(source, f"more than {MAX_NODES} nodes")
+        node = _node(data, node_id, parent, depth, where, source)
+        nodes[node_id] = node
+        if parent is not None:
+            nodes[parent].children.append(node_id)
+        children = data.get("children", [])
+        if not isinstance(children, list):
+            raise InputError(source, "'children' must be a list", entry=where, field="children")
+        for position, child in reversed(list(enumerate(children, start=1))):
+            label = child.get("name", "?") if isinstance(child, dict) else "?"
+            stack.append((child, child_id(node_id, position), node_id, depth + 1, f"{where} > {label}"))
+    return Tree(nodes=nodes, root_id=ROOT_ID)
+
+
+def _node(data: dict, node_id: str, parent: str | None, depth: int, where: str, source: str) -> TreeNode:
+    unknown = sorted(set(data) - _NODE_FIELDS - {"parent"})
+    if unknown:
+        raise InputError(source, f"unknown field(s) {unknown}; a node has {sorted(_NODE_FIELDS)}", entry=where)
+    texts = {}
+    for key, limit in _TEXT_LIMITS.items():
+        value = data.get(key, "" if key in ("boundary", "decision_rule") else None)
+        if value is None:
+            raise InputError(source, f"missing '{key}'", entry=where, field=key)
+        if not isinstance(value, str):
+            raise InputError(source, f"'{key}' must be a string", entry=where, field=key)
+        if len(value) > limit:
+            raise InputError(source, f"'{key}' is longer than {limit} characters", entry=where, field=key)
+        texts[key] = value.strip()
+    if not texts["name"]:
+        raise InputError(source, "'name' must not be empty", entry=where, field="name")
+    services = data.get("services", [])
+    if not isinstance(services, list) or not all(isinstance(s, str) for s in services):
+        raise InputError(source, "'services' must be a list of service id strings", entry=where, field="services")
+    keywords = data.get("keywords", [])
+    if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
+        raise InputError(source, "'keywords' must be a list of strings", entry=where, field="keywords")
+    return TreeNode(node_id, parent, depth, texts["name"], texts["description"], texts["boundary"],
+                    texts["decision_rule"], list(keywords), services=list(dict.fromkeys(services)))
+
+
+def save_import(con: Any, tree: Tree, *, fingerprint: str, source: str, activate: bool,
+                warnings: list[str]) -> int:
+    """Store an imported tree as a completed build of kind 'import' (all or nothing) and return its id."""
+    stats = {"tree": tree.stats().to_dict(), "one_level": not tree.root.children, "warnings": warnings}
+    with transaction(con):
+        build_id = store.create_build(con, kind="import", registry_fingerprint=fingerprint,
+                                      service_count=len(tree.service_ids()), source=source, status="completed")
+        store.save_tree(con, build_id, tree)
+        store.update_build(con, build_id, finished_at=datetime.now(), stats=stats)
+        if activate:
+            store.activate(con, build_id)
+    tree.build_id = build_id
+    tree.registry_fingerprint = fingerprint
+    return build_id

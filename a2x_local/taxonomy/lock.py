@@ -1,0 +1,65 @@
+"""One build per database at a time: an advisory lock file next to the database.
+
+`fcntl.flock` is released by the kernel when the holding process dies, so a killed build never leaves a stale
+lock behind (a pid file alone would).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+from a2x_local.errors import BuildRunningError
+
+
+def lock_path(db_path: Path) -> Path:
+    return Path(f"{db_path}.build.lock")
+
+
+class BuildLock:
+    """Held for the whole build; a second build on the same database is refused at once."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = Path(db_path)
+        self.path = lock_path(self.db_path)
+        self._fd: int | None = None
+
+    def acquire(self) -> BuildLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise BuildRunningError(
+                f"another build is already running on {self.db_path}"
+                + (f" (process {holder})" if holder else ""),
+                hint="wait for it to finish; `a2x-local tree list` shows its progress",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> BuildLock:
+        return self.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def build_running(db_path: Path) -> bool:
+    """True while some process holds the build lock of this database."""
+    try:
+        with BuildLock(db_path):
+            return False
+    except BuildRunningError:
+        return True

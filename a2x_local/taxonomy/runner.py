@@ -1,0 +1,206 @@
+"""Running a build against the database: lock, record, checkpoint every round, resume, fail cleanly, switch.
+
+The DuckDB file is opened only around short writes (record, checkpoint, final save), never while the model
+works, so other commands keep running and the active tree keeps serving during a nightly build. The new tree
+becomes active in the same transaction that marks its build completed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from a2x_local.db import connect, transaction
+from a2x_local.errors import A2XError, UserError
+from a2x_local.llm.accounting import Usage
+from a2x_local.llm.base import Engine
+from a2x_local.registry.store import Registry
+from a2x_local.registry.types import Service
+from a2x_local.taxonomy import store
+from a2x_local.taxonomy.builder import Builder, RoundObserver
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.keywords import require_embedding
+from a2x_local.taxonomy.lock import BuildLock
+from a2x_local.taxonomy.prompts import prompt_hash
+from a2x_local.taxonomy.report import build_report
+from a2x_local.taxonomy.state import BuildState
+from a2x_local.taxonomy.types import Tree
+
+RESUMABLE = ("running", "interrupted", "failed")
+
+
+@dataclass
+class BuildOutcome:
+    build_id: int
+    tree: Tree
+    report: dict[str, Any]
+    resumed: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    build_id: int
+    state: BuildState
+    base_usage: Usage
+    resumed: bool
+
+
+def run_build(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], *, model: str,
+              resume: bool = False, observer: RoundObserver | None = None, close_engine: bool = True,
+              lock_timeout_s: float = 30.0) -> BuildOutcome:
+    """Build (or resume) a tree, store it and make it active; every failure leaves a failed, resumable record."""
+    require_embedding(config)
+    with BuildLock(db_path):
+        run, services = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=lock_timeout_s)
+        return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
+                        lock_timeout_s=lock_timeout_s)
+
+
+def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
+             lock_timeout_s: float) -> tuple[_Run, dict[str, Service]]:
+    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        # We hold the build lock, so a build still marked running belongs to a process that died.
+        con.execute("UPDATE builds SET status = 'interrupted' WHERE status = 'running' AND kind = 'build'")
+        registry = Registry(con)
+        services = {s.id: s for s in registry.all()}
+        fingerprint = registry.fingerprint()
+        if resume:
+            run = _resume_target(con, config, model=model, fingerprint=fingerprint)
+        else:
+            build_id = store.create_build(con, kind="build", registry_fingerprint=fingerprint,
+                                          service_count=len(services), model=model,
+                                          thresholds=config.thresholds(), prompt_hash=prompt_hash())
+            state = BuildState.start(sorted(services))
+            run = _Run(build_id, state, Usage(), resumed=False)
+    if not services:
+        _fail(db_path, run.build_id, "the registry is empty", lock_timeout_s)
+        raise UserError("the registry is empty: nothing to build a tree from",
+                        hint="add services first with `a2x-local ingest PATH`")
+    return run, services
+
+
+def _resume_target(con: Any, config: BuildConfig, *, model: str, fingerprint: str) -> _Run:
+    builds = [b for b in store.list_builds(con) if b.kind == "build"]
+    if not builds:
+        raise UserError("there is no build to resume", hint="start one with `a2x-local build --model ALIAS`")
+    record = builds[-1]
+    if record.status not in RESUMABLE:
+        raise UserError(f"nothing to resume: the latest build ({record.id}) is {record.status}",
+                        hint="start a new build without --resume")
+    checkpoint = store.latest_checkpoint(con, record.id)
+    if checkpoint is None:
+        raise UserError(f"build {record.id} stopped before its first round finished; there is nothing to resume",
+                        hint="start a new build without --resume")
+    problems = []
+    if record.model != model:
+        problems.append(f"model {record.model!r} (now {model!r})")
+    if record.registry_fingerprint != fingerprint:
+        problems.append("the registry (services changed since it started)")
+    if record.prompt_hash != prompt_hash():
+        problems.append("the prompt files")
+    changed = sorted(k for k, v in config.thresholds().items() if record.thresholds.get(k) != v)
+    if changed:
+        problems.append("[build] settings " + ", ".join(
+            f"{k}={record.thresholds.get(k)!r} (now {config.thresholds()[k]!r})" for k in changed))
+    if problems:
+        raise UserError(f"build {record.id} cannot be resumed with different " + "; ".join(problems),
+                        hint="resume with the same model and settings, or start a new build without --resume")
+    _round, _stage, data = checkpoint
+    state = BuildState.from_dict(data)
+    store.update_build(con, record.id, status="running", error=None)
+    return _Run(record.id, state, Usage.from_dict(state.usage), resumed=True)
+
+
+def _execute(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], run: _Run,
+             services: dict[str, Service], *, observer: RoundObserver | None, close_engine: bool,
+             lock_timeout_s: float) -> BuildOutcome:
+    try:
+        engine = load_engine()
+    except A2XError as exc:
+        _fail(db_path, run.build_id, f"model failed to load: {exc.message}", lock_timeout_s)
+        raise
+    except Exception as exc:
+        message = f"model failed to load: {type(exc).__name__}: {exc}"
+        _fail(db_path, run.build_id, message, lock_timeout_s)
+        raise UserError(message, hint="`a2x-local models check ALIAS` explains what is missing") from exc
+    try:
+        with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+            store.update_build(con, run.build_id, engine=engine.name, engine_settings=engine.describe())
+        return _loop(db_path, config, engine, run, services, observer=observer, lock_timeout_s=lock_timeout_s)
+    finally:
+        if close_engine:
+            engine.close()
+
+
+def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, services: dict[str, Service], *,
+          observer: RoundObserver | None, lock_timeout_s: float) -> BuildOutcome:
+    state = run.state
+    builder = Builder(state, services, config, engine, observer)
+    started = time.perf_counter()
+    wall_before = state.wall_seconds
+    # The engine may be shared with earlier work in this process (vLLM keeps one per process): count only this run.
+    engine_before = engine.usage.snapshot()
+
+    def totals() -> Usage:
+        usage = run.base_usage.snapshot()
+        usage.merge(engine.usage.since(engine_before))
+        return usage
+
+    while not builder.finished:
+        try:
+            step = builder.step()
+        except KeyboardInterrupt:
+            _fail(db_path, run.build_id, "interrupted; resume with `a2x-local build --resume`", lock_timeout_s)
+            raise
+        except A2XError as exc:
+            _fail(db_path, run.build_id, exc.message, lock_timeout_s)
+            raise
+        except Exception as exc:
+            message = f"engine failed during the build: {type(exc).__name__}: {exc}"
+            _fail(db_path, run.build_id, message, lock_timeout_s)
+            raise UserError(message, hint="fix the cause (memory, model files), then `a2x-local build --resume`"
+                            " continues from the last finished round") from exc
+        state.wall_seconds = wall_before + time.perf_counter() - started
+        state.usage = totals().to_dict()
+        _checkpoint(db_path, run.build_id, state, step or "done", lock_timeout_s)
+    return _complete(db_path, config, run, state, totals(), lock_timeout_s)
+
+
+def _checkpoint(db_path: Path, build_id: int, state: BuildState, stage: str, lock_timeout_s: float) -> None:
+    usage = Usage.from_dict(state.usage)
+    with connect(db_path, lock_timeout_s=lock_timeout_s) as con, transaction(con):
+        store.save_checkpoint(con, build_id, usage.rounds, stage, state.to_dict())
+        store.prune_checkpoints(con, build_id, keep_round=usage.rounds)
+        store.save_usage(con, build_id, usage)
+        store.update_build(con, build_id, rounds=usage.rounds, wall_seconds=round(state.wall_seconds, 3))
+
+
+def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, usage: Usage,
+              lock_timeout_s: float) -> BuildOutcome:
+    notes = []
+    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        fingerprint = store.get_build(con, run.build_id).registry_fingerprint
+        tree = state.tree(fingerprint)
+        report = build_report(state, tree, config, usage)
+        if report["one_level"]:
+            notes.append(f"the registry has {len(tree.root.services)} services, not more than θ_leaf ="
+                         f" {config.leaf_max_services}: the tree is a single node holding every service")
+        with transaction(con):
+            store.save_tree(con, run.build_id, tree)
+            store.save_usage(con, run.build_id, usage)
+            store.update_build(con, run.build_id, status="completed", finished_at=datetime.now(), stats=report,
+                               rounds=usage.rounds, wall_seconds=round(state.wall_seconds, 3), error=None)
+            store.activate(con, run.build_id)
+            store.prune_checkpoints(con, run.build_id, keep_round=None)
+    tree.build_id = run.build_id
+    return BuildOutcome(run.build_id, tree, report, run.resumed, notes)
+
+
+def _fail(db_path: Path, build_id: int, message: str, lock_timeout_s: float) -> None:
+    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        store.update_build(con, build_id, status="failed", finished_at=datetime.now(), error=message)

@@ -1,0 +1,145 @@
+"""End to end with the tiny random model: `build`, then `eval` over 50 ToolRet dev queries for every LLM method.
+
+The model's answers are nonsense that satisfies the constraints, so these tests assert that every answer flows
+and validates and that costs are reported, never what was found.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from a2x_local.cli import build_cmds, engine_options, run
+from a2x_local.db import connect
+from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.base import Engine
+from a2x_local.llm.types import Message, RawOutput, Request
+from a2x_local.registry import Registry, Service
+from a2x_local.search.baselines import FullCatalogue
+from a2x_local.search.llm_config import LlmSearchConfig
+from a2x_local.search.selection import ContextWindowError
+from a2x_local.search.types import SearchRequest
+from a2x_local.taxonomy import store
+from a2x_local.taxonomy.scripted_policy import WordPolicy
+
+pytestmark = pytest.mark.engine
+
+TOOLRET = Path(__file__).resolve().parents[3] / "shared" / "data" / "toolret"
+QUERIES = TOOLRET / "queries_dev.json"
+METHODS = ("a2x", "full", "select", "a2x+rescue")
+
+
+class SharedEngine(Engine):
+    """The session engine behind a wrapper whose close() leaves it running (commands close what they load)."""
+
+    name = "shared-vllm"
+
+    def __init__(self, inner: Engine) -> None:
+        super().__init__()
+        self.inner = inner
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.inner.max_model_len
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
+        return self.inner.count_prompt_tokens(messages)
+
+    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
+        return self.inner._generate(requests)
+
+
+def _services() -> list[Service]:
+    raw = json.loads((TOOLRET / "services.json").read_text(encoding="utf-8"))
+    return [Service(r["id"], r["type"], r["name"], r["description"], r.get("metadata") or {}) for r in raw]
+
+
+def _registry(services: list[Service]) -> list[Service]:
+    """The correct tools of the first 50 dev queries plus every 100th other service (~80 services)."""
+    queries = json.loads(QUERIES.read_text(encoding="utf-8"))[:50]
+    wanted = {tool["id"] for query in queries for tool in query["correct_tools"]}
+    return [s for i, s in enumerate(services) if s.id in wanted or i % 100 == 0]
+
+
+@pytest.fixture(scope="module")
+def built_db(tmp_path_factory):
+    """A registry whose tree `a2x-local build` made (with the deterministic word policy: fast, and a tree with
+    real levels; the tiny random model's designs would leave a one-node tree). Searches use the real engine."""
+    db = tmp_path_factory.mktemp("a2x-e2e") / "registry.duckdb"
+    services = _registry(_services())
+    with connect(db) as con:
+        Registry(con).insert(services)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("A2X_HOME", str(db.parent / "home"))
+        patch.setattr(build_cmds, "engine_from_options", lambda settings, **kw: ScriptedEngine(WordPolicy(services)))
+        code = run(["build", "--model", "scripted", "--leaf-size", "15", "--max-children", "6", "--max-depth", "2",
+                    "--keyword-merge", "stem", "--no-cross-domain", "--db", str(db), "--json"])
+    assert code == 0
+    with connect(db) as con:
+        tree = store.load_active_tree(con)
+    assert tree.stats().depth == 2
+    return db
+
+
+# Bounds that keep a random model's answers short (it tends to use every position it may): the CI budget.
+OPTIONS = {"a2x": ["-o", "max_children_selected=2", "-o", "max_services_selected=3"],
+           "full": ["-o", "max_services_selected=3"],
+           "select": ["-o", "select_top_k=10", "-o", "max_services_selected=3"],
+           "a2x+rescue": ["-o", "max_children_selected=2", "-o", "max_services_selected=3", "-o", "rescue_top_k=5"]}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, vllm_engine, method, tmp_path,
+                                                                   monkeypatch, capsys):
+    monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
+    monkeypatch.setattr(engine_options, "engine_from_options", lambda settings, **kw: SharedEngine(vllm_engine))
+    capsys.readouterr()
+    code = run(["eval", "--queries", str(QUERIES), "--limit", "50", "--method", method, "--model", "tiny",
+                "--mode", "get_all", *OPTIONS[method], "--out", str(tmp_path / "run"), "--db", str(built_db),
+                "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out)
+    assert summary["queries"]["selected"] == 50 and summary["queries"]["errors"] == 0
+    assert summary["calls_per_query"] >= 1 and summary["prompt_tokens_per_query"] > 0
+    assert summary["completion_tokens_per_query"] > 0 and summary["candidates_shown_per_query"] > 0
+    with connect(built_db) as con:
+        known = Registry(con).ids()
+    records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    answered = [r for r in records if not r.get("skipped")]
+    assert len(records) == 50 and len(answered) == 50
+    for record in answered:
+        assert record["error"] is None and set(record["returned"]) <= known and len(record["returned"]) <= 6
+        assert record["calls"] >= 1 and record["prompt_tokens"] > 0 and record["rounds"] >= 1
+    if method.startswith("a2x"):
+        # A depth-2 tree: at most two descent rounds and one selection round, plus one engine retry.
+        assert max(r["rounds"] for r in answered) <= 4
+
+
+def test_search_trace_with_the_real_engine(built_db, vllm_engine, monkeypatch, capsys):
+    monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
+    monkeypatch.setattr(engine_options, "engine_from_options", lambda settings, **kw: SharedEngine(vllm_engine))
+    capsys.readouterr()
+    code = run(["search", "weather forecast for Beijing", "--method", "a2x", "--mode", "get_one", "--model", "tiny",
+                "--db", str(built_db), "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    answer = json.loads(out)
+    assert len(answer["hits"]) <= 1 and answer["calls"] >= 2
+    decisions = answer["trace"]["decisions"]
+    assert decisions[0]["node"] == "root" and decisions[0]["selected"]
+    for decision in decisions:
+        assert set(decision["selected"]).isdisjoint(decision["pruned"]) and decision["error"] is None
+
+
+def test_a_catalogue_beyond_the_context_window_is_reported(vllm_engine):
+    services = _services()
+    method = FullCatalogue(services, SharedEngine(vllm_engine), LlmSearchConfig())
+    with pytest.raises(ContextWindowError, match=f"{len(services):,} services need"):
+        method.search_batch([SearchRequest("weather in Paris")])

@@ -1,0 +1,159 @@
+"""The LLM methods through the method registry and the CLI: tree loading, refusals, --json and --trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from a2x_local.cli import run
+from a2x_local.db import connect
+from a2x_local.errors import UserError
+from a2x_local.llm import ScriptedEngine
+from a2x_local.registry import Registry
+from a2x_local.search.methods import MethodSpec, make_method, method_spec, register_method, unregister_method
+from a2x_local.search.types import SearchRequest
+from a2x_local.settings import load_settings
+from tests.search.a2x_helpers import Oracle, sample_tree, services_for, store_registry_and_tree
+
+WANTED = {"find hotels": {"h1", "h2"}}
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("A2X_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("A2X_DB", raising=False)
+    return tmp_path / "registry.duckdb"
+
+
+def test_the_four_methods_are_registered_with_their_modes():
+    for name in ("a2x", "a2x+rescue", "full", "select"):
+        spec = method_spec(name)
+        assert spec.name == name and not spec.ranked
+        assert spec.modes == ("get_all", "get_important", "get_one")
+
+
+def test_a2x_searches_the_active_tree_from_the_database(db_path):
+    build_id = store_registry_and_tree(db_path, sample_tree())
+    engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
+    method = make_method("a2x", load_settings(db=db_path), db_path, engine=engine, merge_threshold=0)
+    answer = method.search_batch([SearchRequest("find hotels")])[0]
+    assert answer.ids == ["h1", "h2"] and answer.trace["tree"] == build_id
+    assert answer.hits[0].path == ["root", "root/1", "root/1/2"]
+    assert method.config.merge_threshold == 0
+
+
+def test_full_runs_from_the_database_without_a_tree(db_path):
+    store_registry_and_tree(db_path)
+    engine = ScriptedEngine(Oracle(sample_tree(), {"rain": {"w3"}}))
+    method = make_method("full", load_settings(db=db_path), db_path, engine=engine)
+    assert method.search_batch([SearchRequest("rain")])[0].ids == ["w3"]
+
+
+def test_a_stale_tree_is_refused_with_how_to_update(db_path):
+    store_registry_and_tree(db_path, sample_tree(), stale=True)
+    with pytest.raises(UserError, match="stale") as info:
+        make_method("a2x", load_settings(db=db_path), db_path, engine=ScriptedEngine(lambda r: "NONE"))
+    assert "a2x-local build" in info.value.hint and "tree import" in info.value.hint
+
+
+def test_no_active_tree_is_refused(db_path):
+    store_registry_and_tree(db_path)
+    with pytest.raises(UserError, match="no active tree") as info:
+        make_method("a2x", load_settings(db=db_path), db_path, engine=ScriptedEngine(lambda r: "NONE"))
+    assert "tree import" in info.value.hint
+
+
+def test_unknown_options_name_the_method(db_path):
+    with pytest.raises(UserError, match=r"a2x.*rrf_k: unknown option"):
+        make_method("a2x", load_settings(db=db_path), db_path, rrf_k=3)
+
+
+def _cli(capsys, *args):
+    capsys.readouterr()
+    code = run([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_refusals_exit_1_before_any_model_loads(db_path, capsys):
+    store_registry_and_tree(db_path, sample_tree(), stale=True)
+    code, _, err = _cli(capsys, "search", "find hotels", "--method", "a2x", "--db", db_path,
+                        "--model", "/nonexistent/model")
+    assert code == 1 and "stale" in err and "hint" in err
+    code, out, _ = _cli(capsys, "search", "find hotels", "--method", "a2x+rescue", "--db", db_path, "--json")
+    assert code == 1 and json.loads(out)["message"].startswith("the active tree")
+
+
+def test_cli_reports_a_model_that_is_not_available(db_path, capsys):
+    store_registry_and_tree(db_path, sample_tree())
+    code, _, err = _cli(capsys, "search", "find hotels", "--method", "a2x", "--db", db_path,
+                        "--model", "no-such-model-alias")
+    assert code == 1 and "no-such-model-alias" in err and "hint" in err
+
+
+def test_cli_mode_must_be_known(db_path, capsys):
+    code, _, _ = _cli(capsys, "search", "find hotels", "--method", "a2x", "--mode", "get_some", "--db", db_path)
+    assert code == 2
+
+
+@pytest.fixture
+def scripted_a2x():
+    """`a2x` with a scripted engine, registered under another name so the CLI path runs without a model."""
+    base = method_spec("a2x")
+
+    def factory(settings, db_path, options, progress):
+        options.engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
+        return base.factory(settings, db_path, options, progress)
+
+    register_method(MethodSpec("a2x-scripted", base.summary, base.options, factory, ranked=False, modes=base.modes),
+                    replace=True)
+    yield "a2x-scripted"
+    unregister_method("a2x-scripted")
+
+
+def test_cli_json_carries_costs_and_the_trace(db_path, capsys, scripted_a2x):
+    store_registry_and_tree(db_path, sample_tree())
+    code, out, _ = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path, "--json",
+                        "--mode", "get_all", "-o", "merge_threshold=0")
+    assert code == 0
+    data = json.loads(out)
+    assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]
+    assert data["hits"][0]["path"] == ["root", "root/1", "root/1/2"] and data["hits"][0]["name"] == "tool_h1"
+    # Two descent calls, then one selection call per unmerged group (root, Travel, Hotels) in one round.
+    assert data["calls"] == 5 and data["rounds"] == 3 and data["prompt_tokens"] > 0
+    root = data["trace"]["decisions"][0]
+    assert root["selected"] == ["root/1"] and root["pruned"] == ["root/2", "root/3"]
+
+
+def test_cli_trace_prints_the_walk(db_path, capsys, scripted_a2x):
+    store_registry_and_tree(db_path, sample_tree())
+    code, out, _ = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path, "--trace")
+    assert code == 0
+    assert "✓ Travel" in out and "✓ Hotels" in out and "✗ Finance" in out and "✗ Flights" in out
+    assert "selection" in out and "h1, h2" in out
+
+
+def test_cli_empty_query_is_a_user_error(db_path, capsys, scripted_a2x):
+    store_registry_and_tree(db_path, sample_tree())
+    code, _, err = _cli(capsys, "search", "  ", "--method", scripted_a2x, "--db", db_path)
+    assert code == 1 and "empty" in err
+
+
+def test_an_imported_tree_is_searched_like_a_built_one(db_path, tmp_path, capsys, scripted_a2x):
+    store_registry_and_tree(db_path)
+    file = tmp_path / "taxonomy.json"
+    file.write_text(json.dumps(sample_tree().to_nested()), encoding="utf-8")
+    code, _, err = _cli(capsys, "tree", "import", file, "--db", db_path)
+    assert code == 0, err
+    code, out, _ = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path, "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]
+    assert data["hits"][0]["path"] == ["root", "root/1", "root/1/2"]
+    # Adding a service makes the imported tree stale, exactly like a built one.
+    with connect(db_path) as con:
+        Registry(con).insert(list(services_for(["new1"]).values()))
+    code, _, err = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path)
+    assert code == 1 and "stale" in err

@@ -1,0 +1,194 @@
+"""The A2X method end to end with a scripted engine: results, modes, accounting, batching, determinism."""
+
+from __future__ import annotations
+
+import pytest
+
+from a2x_local.errors import UserError
+from a2x_local.llm import ScriptedEngine
+from a2x_local.search.a2x import A2XSearch
+from a2x_local.search.llm_config import LlmSearchConfig
+from a2x_local.search.types import Hit, SearchRequest
+from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
+
+WANTED = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"}, "buy shares": {"s3"},
+          "hotel tonight": {"h1", "h2"}, "anything at all": {"g1"}}
+
+
+def _method(oracle_kwargs=None, config=None, wanted=WANTED, rescue=None):
+    tree = sample_tree()
+    oracle = Oracle(tree, wanted, **(oracle_kwargs or {}))
+    engine = ScriptedEngine(oracle)
+    method = A2XSearch(tree, sample_services(), engine, config or LlmSearchConfig(merge_threshold=0), rescue=rescue)
+    return method, engine, oracle
+
+
+def test_results_follow_the_oracle_with_paths_and_trace():
+    method, _, _ = _method()
+    answer = method.search("book a flight and check the rain")
+    assert answer.ids == ["f2", "w1"] and not answer.ranked
+    assert answer.hits[0].path == ["root", "root/1", "root/1/1"]
+    assert answer.hits[1].path == ["root", "root/2"]
+    trace = answer.trace
+    assert trace["visited"] == ["root", "root/1", "root/2", "root/1/1"]
+    root = trace["decisions"][0]
+    assert root["selected"] == ["root/1", "root/2"] and root["pruned"] == ["root/3"]
+    assert trace["names"]["root/3"] == "Finance"
+    assert [g["key"] for g in trace["selection"]] == ["root", "root/1", "root/1/1", "root/2"]
+
+
+def test_services_of_internal_nodes_are_offered_and_can_be_chosen():
+    method, _, oracle = _method()
+    answer = method.search("anything at all")
+    assert answer.ids == ["g1"] and answer.hits[0].path == ["root"]
+    offered = [r.context["options"] for r in oracle.seen if r.context["call"] == "select"]
+    assert ["g1"] in offered
+
+
+def test_accounting_per_query_adds_up_to_the_engine_totals():
+    # One request fails its first attempt, so calls include a retry and that query takes an extra round.
+    method, engine, _ = _method({"invalid_once": [("pay a bill", "root/3")]})
+    answers = method.search_batch([SearchRequest(q) for q in WANTED])
+    total = engine.usage.total()
+    assert sum(a.prompt_tokens for a in answers) == total.prompt_tokens > 0
+    assert sum(a.completion_tokens for a in answers) == total.completion_tokens > 0
+    assert sum(a.calls for a in answers) == total.calls
+    assert total.retries == 1
+    by_query = {a.query: a for a in answers}
+    assert by_query["pay a bill"].ids == ["p1"]
+    # root + Finance (+1 retry round) + selection; "anything at all" chooses nothing at the root, so the
+    # fallback walks into the largest child (Finance) before selection.
+    assert by_query["pay a bill"].rounds == 4 and by_query["buy shares"].rounds == 3
+    assert by_query["anything at all"].rounds == 3
+    assert by_query["hotel tonight"].candidates_shown == 1 + 1 + 2  # g1, t0, Hotels (no merging here)
+
+
+def test_a_batch_is_one_engine_call_per_level_then_one_for_all_groups():
+    method, engine, _ = _method()
+    answers = method.search_batch([SearchRequest(q) for q in WANTED])
+    depth = max(node.depth for node in method.tree.walk())
+    assert len(engine.batches) == depth + 1
+    assert engine.batches[0] == len(WANTED)
+    assert all(a.rounds <= depth + 1 for a in answers)
+    assert [set(a.ids) for a in answers] == list(WANTED.values())
+
+
+def test_results_are_identical_across_runs():
+    first, _, _ = _method()
+    second, _, _ = _method()
+    requests = [SearchRequest(q, mode=m) for q in WANTED for m in ("get_all", "get_one")]
+    one = first.search_batch(requests)
+    two = second.search_batch(requests)
+    assert [(a.ids, a.trace, a.prompt_tokens, a.calls) for a in one] == \
+        [(a.ids, a.trace, a.prompt_tokens, a.calls) for a in two]
+
+
+def test_merging_reduces_selection_calls():
+    merged, merged_engine, _ = _method(config=LlmSearchConfig(merge_threshold=30))
+    answer = merged.search("book a flight and check the rain")
+    assert [g["key"] for g in answer.trace["selection"]] == ["root"]
+    assert answer.ids == ["f2", "w1"]
+    assert merged_engine.usage.by_label["select"].calls == 1
+
+
+def test_group_cap_splits_selection_prompts():
+    method, engine, _ = _method(config=LlmSearchConfig(merge_threshold=30, group_cap=2))
+    answer = method.search("book a flight and check the rain")
+    sizes = [len(g["services"]) for g in answer.trace["selection"]]
+    assert max(sizes) <= 2 and sum(sizes) == answer.candidates_shown == 1 + 1 + 3 + 4
+    assert engine.batches[-1] == len(sizes)  # all parts in one round
+    assert answer.ids == ["f2", "w1"]
+
+
+def test_a_prompt_token_budget_halves_groups_until_they_fit():
+    method, engine, oracle = _method(config=LlmSearchConfig(merge_threshold=30, selection_prompt_tokens=150))
+    answer = method.search("book a flight and check the rain")
+    selects = [r for r in oracle.seen if r.label == "select"]
+    assert len(selects) > 1 and all(engine.count_prompt_tokens(r.messages) <= 150 for r in selects)
+    assert sum(len(r.context["options"]) for r in selects) == answer.candidates_shown == 9
+    assert answer.ids == ["f2", "w1"]
+
+
+def test_get_one_chooses_among_the_picks_of_several_groups():
+    method, engine, _ = _method()
+    answer = method.search("book a flight and check the rain", mode="get_one")
+    assert engine.usage.by_label["select_final"].calls == 1
+    calls = [g["call"] for g in answer.trace["selection"]]
+    assert calls.count("select_final") == 1
+    # The oracle answers the last of the offered picks, so the final call decided.
+    assert answer.ids == ["w1"]
+
+
+def test_get_one_falls_back_to_get_important_and_takes_the_first():
+    method, _, _ = _method({"one_none": True})
+    answer = method.search("hotel tonight", mode="get_one")
+    fallback = [g for g in answer.trace["selection"] if g["call"] == "select_fallback"]
+    assert fallback and all(g["mode"] == "get_important" for g in fallback)
+    assert answer.ids == ["h1"]
+
+
+def test_modes_are_per_request():
+    method, _, oracle = _method()
+    answers = method.search_batch([SearchRequest("hotel tonight", mode="get_one"),
+                                   SearchRequest("hotel tonight", mode="get_all")])
+    assert len(answers[0].ids) == 1 and answers[1].ids == ["h1", "h2"]
+    systems = {r.context["mode"]: r.messages[0]["content"] for r in oracle.seen if r.context["call"] == "select"}
+    assert systems["get_one"] != systems["get_all"]
+
+
+class _FixedRetriever:
+    name = "fixed"
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def retrieve(self, queries, k):
+        return [[Hit(i, 1.0) for i in self.ids[:k]] for _ in queries]
+
+
+def test_rescue_adds_retrieved_services_as_one_more_group():
+    # NONE at the root sends the descent into the largest child (Finance): the hotels are found only by rescue.
+    method, _, _ = _method({"none_at": [("hotel tonight", "root")]}, rescue=_FixedRetriever(["g1", "h1", "x1"]))
+    assert method.name == "a2x+rescue"
+    answer = method.search("hotel tonight")
+    rescue = [g for g in answer.trace["selection"] if g["key"] == "rescue"]
+    assert len(rescue) == 1 and rescue[0]["services"] == ["h1", "x1"]  # g1 was already offered by the descent
+    assert answer.trace["selection"][-1]["key"] == "rescue"
+    assert answer.ids == ["h1"] and answer.hits[0].path == []
+    plain, _, _ = _method({"none_at": [("hotel tonight", "root")]})
+    assert plain.search("hotel tonight").ids == []
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_query_is_refused_before_any_call(query):
+    method, engine, _ = _method()
+    with pytest.raises(UserError, match="empty"):
+        method.search_batch([SearchRequest("pay a bill"), SearchRequest(query)])
+    assert engine.batches == []
+
+
+def test_an_unknown_mode_is_refused():
+    method, _, _ = _method()
+    with pytest.raises(UserError, match="unknown search mode 'get_some'") as info:
+        method.search("pay a bill", mode="get_some")
+    assert "get_important" in info.value.hint
+
+
+def test_a_tree_naming_services_the_registry_lacks_is_rejected():
+    tree = sample_tree()
+    services = sample_services()
+    del services["w1"]
+    with pytest.raises(ValueError, match="w1"):
+        A2XSearch(tree, services, ScriptedEngine(lambda r: "NONE"), LlmSearchConfig())
+
+
+def test_a_one_node_tree_goes_straight_to_selection():
+    from tests.search.a2x_helpers import make_tree
+
+    tree = make_tree({"root": ("All", ["w1", "w2", "p1"])})
+    engine = ScriptedEngine(Oracle(tree, {"q": {"p1"}}))
+    method = A2XSearch(tree, sample_services(), engine, LlmSearchConfig())
+    answer = method.search("q")
+    assert answer.ids == ["p1"] and answer.rounds == 1 and answer.trace["decisions"] == []
+    assert engine.batches == [1]
+    assert method.search_batch([]) == []

@@ -1,0 +1,93 @@
+"""Dense retrieval with the real all-MiniLM-L6-v2 weights (loaded once per process) and real FAISS indexes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from a2x_local.errors import UserError
+from a2x_local.search.config import RetrievalConfig, TextOptions
+from a2x_local.search.dense import BUILTIN_MINILM, DenseIndex, Embedder, model_signature, resolve_model
+from a2x_local.search.text import service_texts
+from tests.search.registry_fixture import SERVICES
+
+IDS = [s.id for s in SERVICES]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder(BUILTIN_MINILM, RetrievalConfig())
+
+
+@pytest.fixture(scope="module")
+def vectors(embedder: Embedder) -> np.ndarray:
+    return embedder.encode_passages(service_texts(SERVICES, TextOptions()))
+
+
+def test_resolve_model(tmp_path: Path) -> None:
+    builtin = resolve_model("all-MiniLM-L6-v2")
+    assert (builtin / "modules.json").is_file()
+    assert resolve_model("default") == builtin
+    assert resolve_model(str(builtin)) == builtin     # any local sentence-transformers folder by path
+    with pytest.raises(UserError, match="neither"):
+        resolve_model(str(tmp_path / "absent"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="not a sentence-transformers model folder"):
+        resolve_model(str(tmp_path / "empty"))
+
+
+def test_model_signature_follows_the_files(tmp_path: Path) -> None:
+    (tmp_path / "weights.bin").write_bytes(b"1234")
+    before = model_signature(tmp_path)
+    assert model_signature(tmp_path) == before
+    (tmp_path / "weights.bin").write_bytes(b"123456")
+    assert model_signature(tmp_path) != before
+
+
+def test_vectors_are_normalised(embedder: Embedder, vectors: np.ndarray) -> None:
+    assert vectors.shape == (len(SERVICES), 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_progress_is_reported_per_chunk(embedder: Embedder) -> None:
+    seen: list[int] = []
+    config = RetrievalConfig(embed_batch_size=1)   # chunks of 8 texts
+    out = Embedder(BUILTIN_MINILM, config).encode_passages(["a text"] * 10, progress=seen.append)
+    assert seen == [8, 2] and out.shape == (10, 384)
+
+
+def test_query_prefix_is_applied(embedder: Embedder) -> None:
+    prefixed = Embedder(BUILTIN_MINILM, RetrievalConfig(query_prefix="query: "))
+    plain = embedder.encode_queries(["weather"])
+    assert not np.allclose(prefixed.encode_queries(["weather"]), plain)
+    assert np.allclose(embedder.encode_queries(["query: weather"]), prefixed.encode_queries(["weather"]), atol=1e-6)
+
+
+def test_flat_index_ranks_the_obvious_service_first(embedder: Embedder, vectors: np.ndarray) -> None:
+    index = DenseIndex.build(vectors, IDS, RetrievalConfig())
+    assert index.kind == "IndexFlatIP"
+    queries = ["will it rain in Berlin tomorrow", "how many euros is 100 dollars", "I need a room for two nights"]
+    scores, rows = index.search(embedder.encode_queries(queries), 3)
+    assert [IDS[r[0]] for r in rows] == ["weather", "currency", "hotels"]
+    assert all(list(s) == sorted(s, reverse=True) for s in scores)
+    assert rows.shape == (3, 3)
+    assert index.search(embedder.encode_queries(["x"]), 100)[1].shape == (1, len(IDS))  # k capped at the registry
+
+
+def test_approximate_index_above_the_threshold(embedder: Embedder, vectors: np.ndarray, tmp_path: Path) -> None:
+    config = RetrievalConfig(approximate_above=5)
+    index = DenseIndex.build(vectors, IDS, config)
+    assert index.kind == "IndexHNSWFlat"
+    exact = DenseIndex.build(vectors, IDS, RetrievalConfig())
+    queries = embedder.encode_queries(["send a message by mail", "latest headlines", "translate to French"])
+    assert (index.search(queries, 1)[1] == exact.search(queries, 1)[1]).all()
+    index.save(tmp_path)
+    loaded = DenseIndex.load(tmp_path, IDS, config)
+    assert loaded.index.hnsw.efSearch == config.hnsw_ef_search
+    assert (loaded.search(queries, 3)[1] == index.search(queries, 3)[1]).all()
+    with pytest.raises(UserError, match="10 vectors for 2 services"):
+        DenseIndex.load(tmp_path, IDS[:2], config)
