@@ -12,7 +12,7 @@ from a2x_local import __version__
 app = typer.Typer(
     name="a2x-local",
     help="Local-first, offline service discovery for AI agents.\n\n"
-    "Example: a2x-local ingest data/sample_services.json && a2x-local stats",
+    "Example: a2x-local ingest data/sample && a2x-local stats && a2x-local search 'convert currencies'",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

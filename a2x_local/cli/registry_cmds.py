@@ -54,7 +54,7 @@ def ingest_command(
 ) -> None:
     """Load services from files or folders into the registry, all or nothing.
 
-    Example: a2x-local ingest data/sample_services.json data/skills --json
+    Example: a2x-local ingest data/sample ../shared/data/toolret/services.json --json
     """
     settings = settings_for(ctx, db)
     section = settings.section("registry")

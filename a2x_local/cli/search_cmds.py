@@ -29,6 +29,7 @@ from a2x_local.cli.engine_options import (
     TensorParallelOption,
 )
 from a2x_local.cli.index_cmds import progress_bars
+from a2x_local.errors import UserError
 from a2x_local.evaluation.queries import load_query_texts
 from a2x_local.registry import Registry
 from a2x_local.search.methods import make_method, method_names, method_spec, parse_option_pairs
@@ -117,7 +118,10 @@ def search_command(
     if (query is None) == (queries is None):
         raise typer.BadParameter("give either a QUERY or --queries FILE (not both)", param_hint="QUERY")
     check_mode(method, mode)
-    texts = [query] if query is not None else load_query_texts(queries)
+    if query is not None and not query.strip():
+        raise UserError("the query is empty", hint='say what the agent needs, e.g. a2x-local search "convert '
+                        'currencies"', code="EmptyQuery")
+    texts = [query.strip()] if query is not None else load_query_texts(queries)
     settings = settings_for(ctx, db)
     flags = engine_flags(engine=engine, base_url=base_url, max_model_len=max_model_len, dtype=dtype,
                          gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
@@ -146,10 +150,10 @@ def search_command(
 def _print_answer(answer: SearchAnswer, result: dict[str, Any], services: dict[str, Any]) -> None:
     table = Table(title=f"[bold]{answer.query}[/bold]", title_justify="left")
     wide = console.width >= 100  # the description only fits on a wide terminal; ids and names come first
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("id", no_wrap=True, overflow="fold")
+    table.add_column("#", justify="right", no_wrap=True, min_width=2)
+    table.add_column("id", overflow="fold", max_width=40)
     table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=32)
-    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True, min_width=6)
     if wide:
         table.add_column("description", ratio=1, no_wrap=True, overflow="ellipsis")
     for hit in result["hits"]:

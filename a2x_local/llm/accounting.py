@@ -101,8 +101,9 @@ class Usage:
     def table(self, title: str = "Model calls") -> Table:
         """A rich table, one row per call type and a total row."""
         table = Table(title=title)
-        for column in ("call type", "calls", "prompt tok", "completion tok", "failures", "retries", "seconds"):
-            table.add_column(column, justify="left" if column == "call type" else "right")
+        table.add_column("call type", no_wrap=True, min_width=12)
+        for column in ("calls", "prompt", "completion", "failed", "retries", "seconds"):
+            table.add_column(column, justify="right", no_wrap=True)
         rows = [*sorted(self.by_label.items()), ("total", self.total())]
         for label, stats in rows:
             table.add_row(label, f"{stats.calls:,}", f"{stats.prompt_tokens:,}", f"{stats.completion_tokens:,}",

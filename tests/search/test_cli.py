@@ -92,3 +92,10 @@ def test_empty_registry(tmp_path: Path, home: Path, capsys) -> None:
     assert code == 1 and "registry is empty" in err
     assert json.loads(out)["error"] == "UserError"
     assert _cli(capsys, tmp_path / "empty.duckdb", "index")[0] == 1
+
+
+@pytest.mark.parametrize("method", ["bm25", "hybrid", "a2x"])
+def test_an_empty_query_is_refused_before_any_work(db_path: Path, capsys, method: str) -> None:
+    code, out, err = _cli(capsys, db_path, "search", "   ", "--method", method, "--json")
+    assert code == 1 and "the query is empty" in err
+    assert json.loads(out)["error"] == "EmptyQuery"
