@@ -12,9 +12,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from a2x_local.errors import UserError
+
+ConfigModel = TypeVar("ConfigModel", bound=BaseModel)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +28,7 @@ def config_dir() -> Path:
     return Path(os.environ.get("A2X_CONFIG_DIR") or PROJECT_ROOT / "configs")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -58,11 +62,10 @@ class Settings:
         """A copy of one configuration table (empty when absent)."""
         return copy.deepcopy(self.config.get(name, {}))
 
-    def with_db(self, db: str | Path | None) -> Settings:
-        """The same settings pointing at another database (the `--db` flag)."""
-        if db is None:
-            return self
-        return Settings(self.home, Path(db).expanduser().resolve(), self.models_dir, self.config)
+    @property
+    def lock_timeout_s(self) -> float:
+        """Seconds to wait for another process that holds the database ([registry] lock_timeout_s)."""
+        return float(self.config.get("registry", {}).get("lock_timeout_s", 30))
 
     def with_overrides(self, section: str, **values: Any) -> Settings:
         """The same settings with some keys of one table replaced; ``None`` values are ignored."""
@@ -74,13 +77,13 @@ class Settings:
 def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings for this process; ``db`` is the value of a `--db` flag, if any."""
     env = os.environ if environ is None else environ
-    config = _read_toml(config_dir() / "default.toml")
+    config = read_toml(config_dir() / "default.toml")
     home = Path(env.get("A2X_HOME") or Path.home() / ".a2x-local").expanduser().resolve()
     user_file = home / "config.toml"
     if user_file.is_file():
-        config = deep_merge(config, _read_toml(user_file))
+        config = deep_merge(config, read_toml(user_file))
     if env.get("A2X_CONFIG"):
-        config = deep_merge(config, _read_toml(Path(env["A2X_CONFIG"]).expanduser()))
+        config = deep_merge(config, read_toml(Path(env["A2X_CONFIG"]).expanduser()))
 
     paths = config.get("paths", {})
     db_value = db or env.get("A2X_DB") or paths.get("db", "registry.duckdb")
@@ -92,3 +95,23 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
     if not models_dir.is_absolute():
         models_dir = PROJECT_ROOT / models_dir
     return Settings(home=home, db_path=db_path.resolve(), models_dir=models_dir.resolve(), config=config)
+
+
+def validation_problems(exc: ValidationError, root: str = "value") -> str:
+    """A pydantic error as one readable line: `field: message; field: message`."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or root}: {err['msg']}" for err in exc.errors())
+
+
+def section_config(settings: Settings, name: str, model: type[ConfigModel], **overrides: Any) -> ConfigModel:
+    """One configuration table as a stage's typed model, with flag ``overrides`` (None = not given).
+
+    Every stage loads its table this way, so a bad key or value is one clear error naming the table.
+    """
+    values = settings.section(name)
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        raise UserError(f"invalid [{name}] configuration: {validation_problems(exc, name)}",
+                        hint=f"check the [{name}] table of configs/default.toml, your config.toml and the flags"
+                        ) from exc

@@ -38,22 +38,20 @@ def main() -> None:
 
     from a2x_local.db import connect
     from a2x_local.llm import ScriptedEngine
+    from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
-    from a2x_local.registry.types import Service
     from a2x_local.settings import load_settings
     from a2x_local.taxonomy.config import build_config
     from a2x_local.taxonomy.runner import run_build
     from a2x_local.taxonomy.scripted_policy import WordPolicy
 
-    data = json.loads(args.services.read_text(encoding="utf-8"))
-    services = [Service(d["id"], d.get("type", "generic"), d["name"], d["description"], d.get("metadata", {}))
-                for d in data]
     config = build_config(load_settings(), keyword_merge=args.merge)
-    engine = ScriptedEngine(WordPolicy(services))
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.duckdb"
         with connect(db) as con:
-            Registry(con).insert(services)
+            ingest(con, [args.services])
+            services = Registry(con).all()
+        engine = ScriptedEngine(WordPolicy(services))
         started = time.perf_counter()
         outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
         seconds = time.perf_counter() - started

@@ -21,6 +21,7 @@ import tempfile
 import time
 from itertools import pairwise
 from pathlib import Path
+from typing import Annotated, Literal
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -28,21 +29,22 @@ for key, value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_
                    "DO_NOT_TRACK": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "ERROR"}.items():
     os.environ.setdefault(key, value)
 
+from pydantic import BaseModel, Field  # noqa: E402  (after the environment is set)
+
+from a2x_local.llm import JsonConstraint, Request  # noqa: E402
+
 SYSTEM = "You classify services into categories. Answer with the JSON object only."
 
 
-def requests_for(n: int):
-    from typing import Annotated, Literal
+class Pick(BaseModel):
+    """A small bounded answer, like the build's and search's structured answers."""
 
-    from pydantic import BaseModel, Field
+    category: Literal["billing", "search", "travel"]
+    reason: str = Field(max_length=24)
+    ids: list[Annotated[int, Field(ge=1, le=99)]] = Field(min_length=1, max_length=3)
 
-    from a2x_local.llm import JsonConstraint, Request
 
-    class Pick(BaseModel):
-        category: Literal["billing", "search", "travel"]
-        reason: str = Field(max_length=24)
-        ids: list[Annotated[int, Field(ge=1, le=99)]] = Field(min_length=1, max_length=3)
-
+def requests_for(n: int) -> list[Request]:
     return [Request([{"role": "system", "content": SYSTEM},
                      {"role": "user", "content": f"Service {i}: " + "books flights and hotels " * (1 + i % 5)}],
                     JsonConstraint(Pick), max_tokens=64, label="bench") for i in range(n)]
@@ -58,9 +60,10 @@ def measure(engine, size: int, min_requests: int, repeats: int) -> dict:
     best: dict = {}
     for _ in range(repeats):
         answered = prompt = completion = valid = 0
+        batches = [requests_for(size) for _ in range(rounds)]  # built before the clock starts
         started = time.perf_counter()
-        for _ in range(rounds):
-            results = engine.generate(requests_for(size))
+        for batch in batches:
+            results = engine.generate(batch)
             answered += len(results)
             valid += sum(r.ok for r in results)
             prompt += sum(r.prompt_tokens for r in results)

@@ -1,6 +1,6 @@
 """Benchmark: ingest a synthetic registry of N services (default 100,000) and print seconds and peak memory as JSON.
 
-Target: under 30 s on two cores. Usage: .venv/bin/python scripts/bench_ingest.py [--services N] [--keep DIR]
+Target: under 30 s on two cores. Usage: .venv/bin/python scripts/bench_ingest.py [--services N]
 """
 
 from __future__ import annotations

@@ -19,15 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from a2x_local.db import connect
 from a2x_local.evaluation.metrics import percentile
 from a2x_local.evaluation.queries import load_queries
 from a2x_local.registry.ingest import ingest
-from a2x_local.search.config import RetrievalConfig
+from a2x_local.search.config import retrieval_config
 from a2x_local.search.corpus import ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
@@ -44,18 +42,15 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
 
-    import faiss
-    import torch
-
-    torch.set_num_threads(args.threads)
-    faiss.omp_set_num_threads(args.threads)
     queries = [q.query for q in load_queries(args.data / "queries_dev.json")][: args.queries]
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.duckdb"
         with connect(db) as con:
             ingest(con, [args.data / "services.json"])
+        # [retrieval] threads: the embedder sets torch's threads and each retriever FAISS's (the model loads
+        # offline by itself, see dense._force_offline).
         settings = load_settings(db=db).with_overrides("retrieval", threads=args.threads)
-        config = RetrievalConfig.model_validate(settings.section("retrieval"))
+        config = retrieval_config(settings)
         corpus = load_corpus(db)
         ensure_dense(corpus, config)  # loads the model, so the build timing below is the build alone
         started = time.perf_counter()

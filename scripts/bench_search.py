@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from a2x_local.db import connect
+from a2x_local.evaluation.harness import Evaluation, EvaluationConfig, registry_info
+from a2x_local.evaluation.metrics import mean, percentile
+from a2x_local.evaluation.queries import load_queries
+from a2x_local.evaluation.runner import plan_run
 from a2x_local.llm import ScriptedEngine
 from a2x_local.llm.types import Request, Result
 from a2x_local.registry import Registry, Service
+from a2x_local.registry.ingest import ingest
 from a2x_local.search.a2x import A2XSearch
 from a2x_local.search.baselines import FullCatalogue
 from a2x_local.search.llm_config import llm_search_config
 from a2x_local.search.positions import NONE
-from a2x_local.search.types import SearchRequest
+from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy.config import build_config
 from a2x_local.taxonomy.runner import run_build
@@ -44,7 +48,8 @@ TARGET_OVERHEAD_MS = 5.0
 class OracleRule:
     """Selects exactly the branches and services that hold a query's correct tools.
 
-    Like a constrained model, it never answers more positions than the request allows (``max_items``).
+    Like a constrained model, it never answers more positions than the request allows (``max_items``). A request
+    carries the query's text, not its id, so the rule looks the correct tools up by text.
     """
 
     def __init__(self, tree: Tree, correct: Mapping[str, set[str]]) -> None:
@@ -76,15 +81,31 @@ class TimedEngine(ScriptedEngine):
             self.generate_seconds += time.perf_counter() - started
 
 
-def load_services(path: Path) -> list[Service]:
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    return [Service(r["id"], r.get("type", "generic"), r["name"], r["description"], r.get("metadata") or {})
-            for r in raw]
+class TimedMethod:
+    """The method with the seconds spent in its search_batch calls: the search alone, without the harness's files."""
+
+    def __init__(self, method: SearchMethod) -> None:
+        self.method = method
+        self.name, self.ranked = method.name, method.ranked
+        self.seconds = 0.0
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
+        started = time.perf_counter()
+        try:
+            return self.method.search_batch(requests)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def load_registry(db: Path, path: Path) -> list[Service]:
+    """Ingest the services file as `a2x-local ingest` does; the services in file order."""
+    with connect(db) as con:
+        added = ingest(con, [path]).added
+        by_id = Registry(con).get_many(added)
+    return [by_id[service_id] for service_id in added]
 
 
 def build_tree(db: Path, services: list[Service]) -> tuple[Tree, float]:
-    with connect(db) as con:
-        Registry(con).insert(services)
     settings = load_settings(db=db)
     started = time.perf_counter()
     outcome = run_build(db, build_config(settings, keyword_merge="stem"),
@@ -93,9 +114,8 @@ def build_tree(db: Path, services: list[Service]) -> tuple[Tree, float]:
 
 
 def summary(values: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"mean": round(statistics.fmean(ordered), 1), "p50": ordered[len(ordered) // 2],
-            "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], "max": ordered[-1]}
+    return {"mean": round(mean(values), 1), "p50": round(percentile(values, 50), 1),
+            "p95": round(percentile(values, 95), 1), "max": max(values)}
 
 
 def main() -> None:
@@ -107,55 +127,53 @@ def main() -> None:
     parser.add_argument("--mode", default="get_all")
     args = parser.parse_args()
 
-    services = load_services(args.services)
-    queries = json.loads(args.queries.read_text(encoding="utf-8"))[: args.limit]
-    correct = {q["query"]: {t["id"] for t in q["correct_tools"]} for q in queries}
+    queries = load_queries(args.queries)[: args.limit]
     with tempfile.TemporaryDirectory() as tmp:
-        tree, build_seconds = build_tree(Path(tmp) / "bench.duckdb", services)
-        config = llm_search_config(load_settings(db=Path(tmp) / "bench.duckdb"))
-    by_id = {s.id: s for s in services}
-    engine = TimedEngine(OracleRule(tree, correct))
-    method = A2XSearch(tree, by_id, engine, config)
-    depth = tree.stats().depth
+        db = Path(tmp) / "bench.duckdb"
+        services = load_registry(db, args.services)
+        tree, build_seconds = build_tree(db, services)
+        settings = load_settings(db=db)
+        config = llm_search_config(settings)
+        engine = TimedEngine(OracleRule(tree, {query.query: set(query.correct) for query in queries}))
+        method = TimedMethod(A2XSearch(tree, {s.id: s for s in services}, engine, config))
+        depth = tree.stats().depth
 
-    answers = []
-    started = time.perf_counter()
-    for start in range(0, len(queries), args.batch_size):
-        batch = queries[start:start + args.batch_size]
-        answers.extend(method.search_batch([SearchRequest(q["query"], mode=args.mode) for q in batch]))
-    wall = time.perf_counter() - started
+        # The evaluation harness batches the queries and scores each answer against its query (by id).
+        registry = registry_info(db)
+        evaluation_config = EvaluationConfig(batch_size=args.batch_size)
+        plan = plan_run(method="a2x", options={}, mode=args.mode, k=10, queries_file=args.queries,
+                        registry=registry, config=evaluation_config, out=Path(tmp) / "run")
+        evaluation = Evaluation(plan.out_dir, plan.spec, registry, evaluation_config)
+        records = evaluation.run(method, queries)
+    wall = method.seconds
     overhead_ms = (wall - engine.generate_seconds) / len(queries) * 1000
 
-    hits = recall = 0.0
-    for query, answer in zip(queries, answers, strict=True):
-        found = correct[query["query"]] & set(answer.ids)
-        hits += bool(found)
-        recall += len(found) / len(correct[query["query"]])
-    prompt = [a.prompt_tokens for a in answers]
+    prompt = [r["prompt_tokens"] for r in records]
     total = engine.usage.total()
-    full_tokens = FullCatalogue(services, engine, config).prompt_tokens(queries[0]["query"], args.mode)
+    full_tokens = FullCatalogue(services, engine, config).prompt_tokens(queries[0].query, args.mode)
     result = {
         "queries": len(queries), "mode": args.mode, "batch_size": args.batch_size, "policy": "oracle",
         "tree": {**tree.stats().to_dict(), "build_seconds": round(build_seconds, 1)},
         "prompt_tokens_per_query": summary(prompt),
-        "completion_tokens_per_query": summary([a.completion_tokens for a in answers]),
-        "calls_per_query": summary([a.calls for a in answers]),
-        "rounds_per_query": summary([a.rounds for a in answers]),
-        "candidates_shown_per_query": summary([a.candidates_shown for a in answers]),
+        "completion_tokens_per_query": summary([r["completion_tokens"] for r in records]),
+        "calls_per_query": summary([r["calls"] for r in records]),
+        "rounds_per_query": summary([r["rounds"] for r in records]),
+        "candidates_shown_per_query": summary([r["candidates_shown"] for r in records]),
         "engine_calls_per_batch": round(len(engine.batches) / -(-len(queries) // args.batch_size), 2),
         "prompt_tokens_by_call_type": {label: round(stats.prompt_tokens / len(queries), 1)
                                        for label, stats in sorted(engine.usage.by_label.items())},
         "accounting_matches_engine": sum(prompt) == total.prompt_tokens and
-        sum(a.calls for a in answers) == total.calls,
-        "oracle_hit": round(hits / len(queries), 4), "oracle_recall": round(recall / len(queries), 4),
+        sum(r["calls"] for r in records) == total.calls,
+        "oracle_hit": round(mean([float(r["hit"]) for r in records]), 4),
+        "oracle_recall": round(mean([r["recall"] for r in records]), 4),
         "overhead_ms_per_query": round(overhead_ms, 3),
         "wall_seconds": round(wall, 2), "engine_seconds": round(engine.generate_seconds, 2),
         "full_catalogue_prompt_tokens": full_tokens,
         "targets": {
             "prompt_tokens_per_query_under": TARGET_PROMPT_TOKENS,
-            "prompt_tokens_met": statistics.fmean(prompt) < TARGET_PROMPT_TOKENS,
+            "prompt_tokens_met": mean(prompt) < TARGET_PROMPT_TOKENS,
             "rounds_at_most": depth + 1,
-            "rounds_met": max(a.rounds for a in answers) <= depth + 1,
+            "rounds_met": max(r["rounds"] for r in records) <= depth + 1,
             "overhead_ms_under": TARGET_OVERHEAD_MS,
             "overhead_met": overhead_ms < TARGET_OVERHEAD_MS,
         },

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.cli import run
+from a2x_local.llm.tiny_model import MAX_POSITIONS
 
 for _key, _value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                      "DO_NOT_TRACK": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
@@ -34,7 +35,7 @@ for _key in ("A2X_DB", "A2X_CONFIG", "A2X_MODELS_DIR", "A2X_CONFIG_DIR"):
 
 # The tiny model's whole position table: long enough for any build or search prompt the tests make
 # (its tokenizer, trained on Python sources, needs ~1 token per 3 characters of English).
-TINY_MAX_MODEL_LEN = 32768
+TINY_MAX_MODEL_LEN = MAX_POSITIONS
 
 
 @pytest.fixture(scope="session")

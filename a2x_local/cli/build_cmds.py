@@ -37,8 +37,9 @@ class _ProgressObserver:
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.usage = Usage()
         self.rounds = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
         self.overall = progress.add_task("starting", total=None)
         self.current: int | None = None
 
@@ -47,17 +48,15 @@ class _ProgressObserver:
 
     def round_finished(self, step: str, results: Sequence[Result]) -> None:
         self.rounds += 1
-        prompt = sum(r.prompt_tokens for r in results)
+        self.prompt_tokens += sum(r.prompt_tokens for r in results)
+        self.completion_tokens += sum(r.completion_tokens for r in results)
         failed = sum(1 for r in results if not r.ok)
-        self.usage.record(step, calls=len(results), prompt_tokens=prompt,
-                          completion_tokens=sum(r.completion_tokens for r in results))
         if self.current is not None:
             self.progress.update(self.current, completed=len(results),
                                  description=f"{self.progress.tasks[self.current].description}"
                                              + (f" ({failed} failed)" if failed else ""))
-        total = self.usage.total()
         self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
-                             f" {total.prompt_tokens:,} · completion tokens {total.completion_tokens:,}")
+                             f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
 
 
 @app.command("build")
@@ -114,7 +113,7 @@ def build_command(
                                    tensor_parallel_size=tensor_parallel_size, quantization=quantization,
                                    structured_backend=structured_backend)
 
-    timeout = float(settings.section("registry").get("lock_timeout_s", 30))
+    timeout = settings.lock_timeout_s
     if want_progress(json_output):
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())

@@ -39,8 +39,7 @@ def settings_for(ctx: typer.Context | None, db: Path | None = None) -> Settings:
 @contextmanager
 def open_registry_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     """The registry database, opened (and migrated) for the length of a block."""
-    timeout = float(settings.section("registry").get("lock_timeout_s", 30))
-    with connect(settings.db_path, lock_timeout_s=timeout) as con:
+    with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
         yield con
 
 

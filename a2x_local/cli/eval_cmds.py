@@ -29,7 +29,6 @@ from a2x_local.cli.search_cmds import (
     OptionPairs,
     TextOption,
     check_mode,
-    engine_flags,
     method_options,
 )
 from a2x_local.evaluation.harness import evaluation_config, registry_info
@@ -94,13 +93,8 @@ def eval_command(
     settings = settings_for(ctx, db)
     config = evaluation_config(settings, batch_size=batch_size, missing_tools=missing)
     query_list = load_queries(queries)
-    registry = registry_info(settings.db_path,
-                             lock_timeout_s=float(settings.section("registry").get("lock_timeout_s", 30)))
-    flags = engine_flags(engine=engine, base_url=base_url, max_model_len=max_model_len, dtype=dtype,
-                         gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
-                         quantization=quantization, structured_backend=structured_backend)
-    options = method_options(model=model, embedding_model=embedding_model, text=text, pairs=option,
-                             engine_flags=flags)
+    registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+    options = method_options(ctx, option)  # --model, --engine, ... (METHOD_FLAGS) are read from ctx.params
     with progress_bars(want_progress(json_output)) as bars:
         searcher = make_method(method, settings, settings.db_path, progress=bars, **options)
         plan = plan_run(method=method, options=options, mode=mode, k=k, queries_file=queries, registry=registry,

@@ -25,11 +25,16 @@ from a2x_local.cli.common import (
 from a2x_local.db import transaction
 from a2x_local.registry import Registry
 from a2x_local.search.config import retrieval_config
-from a2x_local.search.corpus import EMBEDDING_SETTING, embedding_model, ensure_bm25, ensure_dense, load_corpus
-from a2x_local.search.dense import BUILTIN_MINILM, resolve_model
+from a2x_local.search.corpus import (
+    EMBEDDING_SETTING,
+    ProgressFactory,
+    embedding_model,
+    ensure_bm25,
+    ensure_dense,
+    load_corpus,
+)
+from a2x_local.search.dense import BUILTIN_ALIASES, BUILTIN_MINILM, resolve_model
 from a2x_local.search.index import index_root
-
-ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 
 @contextmanager
@@ -53,7 +58,7 @@ def _model_setting(spec: str) -> str | None:
     if spec.strip().lower() == "default":
         return None
     path = resolve_model(spec)  # fails here, before anything is stored, when the model is not usable
-    if spec.strip().lower() in {BUILTIN_MINILM.lower(), "minilm", "builtin"}:
+    if spec.strip().lower() in BUILTIN_ALIASES:
         return BUILTIN_MINILM
     return str(path)
 
@@ -87,8 +92,7 @@ def index_command(
         value = _model_setting(embedding_model_spec)
         with open_registry_db(settings) as con, transaction(con):
             Registry(con).set_setting(EMBEDDING_SETTING, value)
-    corpus = load_corpus(settings.db_path,
-                         lock_timeout_s=float(settings.section("registry").get("lock_timeout_s", 30)))
+    corpus = load_corpus(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     infos = []
     with progress_bars(want_progress(json_output)) as bars:
         if only in (None, "dense"):

@@ -13,7 +13,7 @@ from a2x_local.cli.app import app
 from a2x_local.cli.common import JsonOption, console, print_json, settings_for
 from a2x_local.cli.engine_options import DtypeOption, MaxModelLenOption, TensorParallelOption
 from a2x_local.errors import UserError
-from a2x_local.llm.model_check import ModelCheck, check_model
+from a2x_local.llm.model_check import ModelCheck
 from a2x_local.llm.models import alias_path, load_aliases, models_file
 
 models_app = typer.Typer(help="Local models: what is configured, what is present, what is missing.",
@@ -67,13 +67,12 @@ def check_command(
 
     Example: a2x-local models check qwen2.5-7b --max-model-len 16384
     """
-    from a2x_local.llm.factory import engine_settings
+    from a2x_local.llm.factory import check_ref, engine_settings
 
     settings = settings_for(ctx)
     ref, config = engine_settings(settings, model, must_exist=False, max_model_len=max_model_len, dtype=dtype,
                                   tensor_parallel_size=tensor_parallel_size)
-    result = check_model(ref.path, target=model, alias=ref.alias, entry=ref.entry, dtype=config.dtype,
-                         max_model_len=config.max_model_len, tensor_parallel_size=config.tensor_parallel_size)
+    result = check_ref(ref, config)
     if json_output:
         print_json(result.to_dict())
     else:

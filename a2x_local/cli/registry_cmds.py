@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -58,8 +59,9 @@ def ingest_command(
     """
     settings = settings_for(ctx, db)
     section = settings.section("registry")
-    limits = Limits(max_description_chars=max_description_chars or int(section.get("max_description_chars", 20000)),
-                    max_name_chars=int(section.get("max_name_chars", 300)))
+    limits = Limits(**{key: section[key] for key in ("max_description_chars", "max_name_chars") if key in section})
+    if max_description_chars is not None:
+        limits = dataclasses.replace(limits, max_description_chars=max_description_chars)
     with open_registry_db(settings) as con:
         try:
             report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)

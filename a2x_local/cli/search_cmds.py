@@ -29,11 +29,11 @@ from a2x_local.cli.engine_options import (
     TensorParallelOption,
 )
 from a2x_local.cli.index_cmds import progress_bars
-from a2x_local.errors import UserError
 from a2x_local.evaluation.queries import load_query_texts
 from a2x_local.registry import Registry
+from a2x_local.search.llm_config import ENGINE_KEYS
 from a2x_local.search.methods import make_method, method_names, method_spec, parse_option_pairs
-from a2x_local.search.types import SearchAnswer, SearchRequest
+from a2x_local.search.types import SearchAnswer, SearchRequest, check_queries
 
 MethodOption = Annotated[str, typer.Option("--method", "-m", help=f"Search method: {' | '.join(method_names())}.")]
 ModeOption = Annotated[str | None, typer.Option("--mode", help="Selection mode of LLM methods "
@@ -46,24 +46,17 @@ OptionPairs = Annotated[list[str] | None, typer.Option("--option", "-o", help="A
                                                        "KEY=VALUE (repeatable), e.g. -o rrf_k=30.")]
 
 
-def method_options(*, model: str | None, embedding_model: str | None, text: str | None,
-                   pairs: list[str] | None, engine_flags: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The flags every method-running command shares, as one options dict (absent flags left out)."""
+# Flags of `search` and `eval` that are method options of the same name (absent ones are left out).
+METHOD_FLAGS = ("model", "embedding_model", "text", "engine", *(key for key in ENGINE_KEYS if key != "model"))
+
+
+def method_options(ctx: typer.Context, pairs: list[str] | None) -> dict[str, Any]:
+    """The method options a command was given: its `-o KEY=VALUE` pairs, then the flags named in METHOD_FLAGS."""
     options: dict[str, Any] = parse_option_pairs(pairs or [])
-    flags = {"model": model, "embedding_model": embedding_model, "text": text, **(engine_flags or {})}
-    for key, value in flags.items():
-        if value is not None:
-            options[key] = value
+    for key in METHOD_FLAGS:
+        if ctx.params.get(key) is not None:
+            options[key] = ctx.params[key]
     return options
-
-
-def engine_flags(*, engine: str | None, base_url: str | None, max_model_len: int | None, dtype: str | None,
-                 gpu_memory_utilization: float | None, tensor_parallel_size: int | None,
-                 quantization: str | None, structured_backend: str | None) -> dict[str, Any]:
-    """The shared engine flags (see `a2x_local.cli.engine_options`) as LLM-method options."""
-    return {"engine": engine, "base_url": base_url, "max_model_len": max_model_len, "dtype": dtype,
-            "gpu_memory_utilization": gpu_memory_utilization, "tensor_parallel_size": tensor_parallel_size,
-            "quantization": quantization, "structured_backend": structured_backend}
 
 
 def check_mode(method: str, mode: str | None) -> None:
@@ -118,16 +111,11 @@ def search_command(
     if (query is None) == (queries is None):
         raise typer.BadParameter("give either a QUERY or --queries FILE (not both)", param_hint="QUERY")
     check_mode(method, mode)
-    if query is not None and not query.strip():
-        raise UserError("the query is empty", hint='say what the agent needs, e.g. a2x-local search "convert '
-                        'currencies"', code="EmptyQuery")
+    if query is not None:
+        check_queries([query])
     texts = [query.strip()] if query is not None else load_query_texts(queries)
     settings = settings_for(ctx, db)
-    flags = engine_flags(engine=engine, base_url=base_url, max_model_len=max_model_len, dtype=dtype,
-                         gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=tensor_parallel_size,
-                         quantization=quantization, structured_backend=structured_backend)
-    options = method_options(model=model, embedding_model=embedding_model, text=text, pairs=option,
-                             engine_flags=flags)
+    options = method_options(ctx, option)  # --model, --engine, ... (METHOD_FLAGS) are read from ctx.params
     with progress_bars(want_progress(json_output)) as bars:
         searcher = make_method(method, settings, settings.db_path, progress=bars, **options)
     answers = searcher.search_batch([SearchRequest(text_, k=k, mode=mode) for text_ in texts])

@@ -29,9 +29,9 @@ def _load(con, build_id: int | None) -> Tree:
     return store.load_tree(con, build_id) if build_id is not None else store.load_active_tree(con)
 
 
-def _stale_note(con, tree: Tree) -> str | None:
-    if tree.registry_fingerprint and tree.registry_fingerprint != Registry(con).fingerprint():
-        return (f"tree {tree.build_id} was built for another state of the registry (services changed since);"
+def _stale_note(con, build_id: int | None, fingerprint: str) -> str | None:
+    if fingerprint and fingerprint != Registry(con).fingerprint():
+        return (f"tree {build_id} was built for another state of the registry (services changed since);"
                 " rebuild with `a2x-local build`")
     return None
 
@@ -78,7 +78,7 @@ def show_command(
     """
     with open_registry_db(settings_for(ctx, db)) as con:
         tree = _load(con, build_id)
-        note = _stale_note(con, tree)
+        note = _stale_note(con, tree.build_id, tree.registry_fingerprint)
     start = node or tree.root_id
     if start not in tree.nodes:
         raise UserError(f"no node '{start}' in tree {tree.build_id}",
@@ -124,12 +124,19 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
     Example: a2x-local tree stats --id 3 --json
     """
     with open_registry_db(settings_for(ctx, db)) as con:
-        tree = _load(con, build_id)
-        record = store.get_build(con, tree.build_id)
-        usage = store.load_usage(con, tree.build_id)
-        note = _stale_note(con, tree)
-    shape = tree.stats().to_dict()
-    data = {"build": tree.build_id, "kind": record.kind, "status": record.status, "model": record.model,
+        chosen = build_id if build_id is not None else store.active_build_id(con)
+        record = store.get_build(con, chosen) if chosen is not None else None
+        stored = record.stats.get("tree") if record is not None else None
+        if stored is not None:
+            # Builds and imports store the shape; through JSON its depth keys became strings.
+            shape = stored | {"branching_by_depth": {int(k): v for k, v in stored["branching_by_depth"].items()}}
+        else:   # no shape stored (or nothing active): the tree itself, or the error saying why there is none
+            tree = _load(con, build_id)
+            record = store.get_build(con, tree.build_id)
+            shape = tree.stats().to_dict()
+        usage = store.load_usage(con, record.id)
+        note = _stale_note(con, record.id, record.registry_fingerprint)
+    data = {"build": record.id, "kind": record.kind, "status": record.status, "model": record.model,
             "tree": shape, "engine_rounds": record.rounds, "wall_seconds": record.wall_seconds,
             "usage": usage.to_dict(), "leaves_over_limit": record.stats.get("leaves_over_limit", []),
             "counters": record.stats.get("counters", {}), "vocabulary": record.stats.get("vocabulary", []),
@@ -137,7 +144,7 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
     if json_output:
         print_json(data)
         return
-    table = Table(title=f"Tree {tree.build_id} ({record.kind}, {record.model or record.source or ''})")
+    table = Table(title=f"Tree {record.id} ({record.kind}, {record.model or record.source or ''})")
     table.add_column("statistic")
     table.add_column("value", justify="right")
     for key, value in shape.items():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
@@ -27,7 +27,7 @@ from a2x_local.evaluation.summary import ranking_depth, summarize
 from a2x_local.registry import Registry
 from a2x_local.search.index import stable_hash
 from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest
-from a2x_local.settings import Settings
+from a2x_local.settings import Settings, section_config
 
 RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE = "run.json", "results.jsonl", "summary.json", "report.md"
 
@@ -45,13 +45,8 @@ class EvaluationConfig(BaseModel):
 
 
 def evaluation_config(settings: Settings, **overrides: Any) -> EvaluationConfig:
-    values = settings.section("evaluation")
-    values.update({key: value for key, value in overrides.items() if value is not None})
-    try:
-        return EvaluationConfig.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise UserError(f"invalid [evaluation] configuration: {problems}") from exc
+    """The `[evaluation]` table with ``overrides`` (None values ignored)."""
+    return section_config(settings, "evaluation", EvaluationConfig, **overrides)
 
 
 @dataclass(frozen=True)
@@ -214,8 +209,9 @@ class Evaluation:
         todo = [query for query in queries if query.id not in self.done]
         with self.results_path.open("a", encoding="utf-8") as out:
             # Queries with nothing to find are recorded without asking the method (an LLM call would be wasted).
-            unanswerable = [query for query in todo if not self.scored_correct(query)[0]]
-            answerable = [query for query in todo if self.scored_correct(query)[0]]
+            unanswerable, answerable = [], []
+            for query in todo:
+                (answerable if self.scored_correct(query)[0] else unanswerable).append(query)
             self._append(out, [self.record(query, None, ranked, 0.0) for query in unanswerable])
             if progress and unanswerable:
                 progress(len(unanswerable))

@@ -7,6 +7,7 @@ returned twice counts once (answers are de-duplicated, first occurrence kept, be
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,32 +45,54 @@ def score_query(returned: Sequence[str], correct: Collection[str]) -> QueryScore
     return QueryScore(found > 0, found / len(wanted), precision, found, len(answer))
 
 
+@dataclass(frozen=True)
+class RankedScore:
+    """One ranking against one query's correct services, de-duplicated and matched once; every cut-off and
+    ranked metric is then read from the ranks of the correct services it found."""
+
+    ranks: tuple[int, ...]   # 1-based ranks of the correct services in the de-duplicated ranking, ascending
+    correct: int             # how many correct services the query has
+
+    @classmethod
+    def of(cls, ranking: Iterable[str], correct: Collection[str]) -> RankedScore:
+        wanted = _correct_set(correct)
+        ranks = tuple(rank for rank, service_id in enumerate(dedupe(ranking), start=1) if service_id in wanted)
+        return cls(ranks, len(wanted))
+
+    def hit(self, k: int) -> float:
+        return float(bool(self.ranks) and self.ranks[0] <= k)
+
+    def recall(self, k: int) -> float:
+        return bisect.bisect_right(self.ranks, k) / self.correct
+
+    def reciprocal_rank(self) -> float:
+        """1 / rank of the first correct service (rank 1 = best); 0 when none is in the ranking."""
+        return 1.0 / self.ranks[0] if self.ranks else 0.0
+
+    def ndcg(self, k: int = 10) -> float:
+        """Binary-relevance nDCG: sum of 1/log2(rank+1) over correct services in the top k, over the best
+        possible."""
+        gains = sum(1.0 / math.log2(rank + 1) for rank in self.ranks if rank <= k)
+        ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(self.correct, k) + 1))
+        return gains / ideal
+
+
 def hit_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
-    wanted = _correct_set(correct)
-    return float(any(service_id in wanted for service_id in dedupe(ranking)[:k]))
+    return RankedScore.of(ranking, correct).hit(k)
 
 
 def recall_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
-    wanted = _correct_set(correct)
-    return len(wanted.intersection(dedupe(ranking)[:k])) / len(wanted)
+    return RankedScore.of(ranking, correct).recall(k)
 
 
 def reciprocal_rank(ranking: Sequence[str], correct: Collection[str]) -> float:
     """1 / rank of the first correct service (rank 1 = best); 0 when none is in the ranking."""
-    wanted = _correct_set(correct)
-    for rank, service_id in enumerate(dedupe(ranking), start=1):
-        if service_id in wanted:
-            return 1.0 / rank
-    return 0.0
+    return RankedScore.of(ranking, correct).reciprocal_rank()
 
 
 def ndcg_at_k(ranking: Sequence[str], correct: Collection[str], k: int = 10) -> float:
     """Binary-relevance nDCG: sum of 1/log2(rank+1) over correct services in the top k, over the best possible."""
-    wanted = _correct_set(correct)
-    gains = sum(1.0 / math.log2(rank + 1)
-                for rank, service_id in enumerate(dedupe(ranking)[:k], start=1) if service_id in wanted)
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
-    return gains / ideal
+    return RankedScore.of(ranking, correct).ndcg(k)
 
 
 def f1(precision: float, recall: float) -> float:

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import UserError
-
-SUMMARY_FILE = "summary.json"
+from a2x_local.evaluation.harness import SUMMARY_FILE
 
 
 def pct(value: float | None) -> str:

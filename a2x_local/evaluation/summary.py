@@ -5,16 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from a2x_local.evaluation.metrics import (
-    f1,
-    hit_at_k,
-    mean,
-    ndcg_at_k,
-    percent_k,
-    percentile,
-    recall_at_k,
-    reciprocal_rank,
-)
+from a2x_local.evaluation.metrics import RankedScore, f1, mean, percent_k, percentile
 
 
 def _cutoffs(ks: Sequence[int], percent_ks: Sequence[float], registry_size: int) -> list[tuple[str, int]]:
@@ -74,15 +65,17 @@ def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, regist
 
 def _ranked(scored: Sequence[dict[str, Any]], ks: Sequence[int], percent_ks: Sequence[float],
             registry_size: int) -> dict[str, Any]:
+    # Each ranking is de-duplicated and matched once; the cut-offs only read the ranks it found.
+    scores = [RankedScore.of(r["ranking"], r["scored"]) for r in scored]
     at: dict[str, dict[str, float]] = {}
     for label, cut in _cutoffs(ks, percent_ks, registry_size):
         at[label] = {
             "k": cut,
-            "hit": mean([hit_at_k(r["ranking"], r["scored"], cut) for r in scored]),
-            "recall": mean([recall_at_k(r["ranking"], r["scored"], cut) for r in scored]),
+            "hit": mean([score.hit(cut) for score in scores]),
+            "recall": mean([score.recall(cut) for score in scores]),
         }
     return {
         "at": at,
-        "mrr": mean([reciprocal_rank(r["ranking"], r["scored"]) for r in scored]),
-        "ndcg@10": mean([ndcg_at_k(r["ranking"], r["scored"], 10) for r in scored]),
+        "mrr": mean([score.reciprocal_rank() for score in scores]),
+        "ndcg@10": mean([score.ndcg(10) for score in scores]),
     }

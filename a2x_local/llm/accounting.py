@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from rich.table import Table
@@ -21,12 +21,11 @@ class CallStats:
     seconds: float = 0.0
 
     def add(self, other: CallStats) -> None:
-        self.calls += other.calls
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.failures += other.failures
-        self.retries += other.retries
-        self.seconds += other.seconds
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+    def __sub__(self, other: CallStats) -> CallStats:
+        return CallStats(**{item.name: getattr(self, item.name) - getattr(other, item.name) for item in fields(self)})
 
     @property
     def total_tokens(self) -> int:
@@ -64,21 +63,15 @@ class Usage:
             self.rounds += other.rounds
 
     def snapshot(self) -> Usage:
-        copy = Usage(rounds=self.rounds)
+        copy = Usage()
         copy.merge(self)
-        copy.rounds = self.rounds
         return copy
 
     def since(self, earlier: Usage) -> Usage:
         """What was used after ``earlier`` (a snapshot of this same object) was taken; idle labels are left out."""
         delta = Usage(rounds=self.rounds - earlier.rounds)
         for label, stats in self.by_label.items():
-            before = earlier.by_label.get(label, CallStats())
-            change = CallStats(
-                stats.calls - before.calls, stats.prompt_tokens - before.prompt_tokens,
-                stats.completion_tokens - before.completion_tokens, stats.failures - before.failures,
-                stats.retries - before.retries, stats.seconds - before.seconds,
-            )
+            change = stats - earlier.by_label.get(label, CallStats())
             if change != CallStats():
                 delta.by_label[label] = change
         return delta

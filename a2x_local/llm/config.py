@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.llm.constraints import DEFAULT_STRUCTURED_BACKEND
+from a2x_local.llm.constraints import DEFAULT_STRUCTURED_BACKEND, StructuredBackend
+from a2x_local.settings import validation_problems
 
 EngineName = Literal["vllm", "transformers", "openai"]
-ENGINE_NAMES: tuple[str, ...] = ("vllm", "transformers", "openai")
+ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
 
 class OpenAIConfig(BaseModel):
@@ -48,7 +49,7 @@ class EngineConfig(BaseModel):
     tensor_parallel_size: int = Field(1, ge=1)
     enable_prefix_caching: bool = True
     quantization: str = ""
-    structured_backend: Literal["guidance", "xgrammar", "outlines", "auto"] = DEFAULT_STRUCTURED_BACKEND
+    structured_backend: StructuredBackend = DEFAULT_STRUCTURED_BACKEND
     seed: int = 0
     enforce_eager: bool = False
     cpu_kvcache_space_gb: int = Field(4, ge=1)
@@ -81,6 +82,5 @@ def engine_config(data: dict[str, Any], *, where: str) -> EngineConfig:
     try:
         return EngineConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise UserError(f"engine settings ({where}) are invalid: {problems}",
+        raise UserError(f"engine settings ({where}) are invalid: {validation_problems(exc)}",
                         hint="See the commented [engine] table in configs/default.toml.") from exc

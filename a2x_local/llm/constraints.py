@@ -10,14 +10,15 @@ from __future__ import annotations
 import copy
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, get_args
 
 from a2x_local.llm.types import ChoiceConstraint, Constraint, JsonConstraint, RegexConstraint
 
 # Structured-output backends vLLM accepts at engine level. "guidance" is the default: measured on vLLM 0.32 it is
 # the only one that yields valid JSON, regex and choice answers reliably AND can emit a multi-item answer such as
 # "2,5,7" ("outlines" never emits the comma; "xgrammar" lets JSON run into unbounded whitespace).
-STRUCTURED_BACKENDS = ("guidance", "xgrammar", "outlines", "auto")
+StructuredBackend = Literal["guidance", "xgrammar", "outlines", "auto"]
+STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
 DEFAULT_STRUCTURED_BACKEND = "guidance"
 
 
@@ -96,6 +97,7 @@ def grammar_problem(constraint: Constraint) -> str | None:
     return _problem_from_key(constraint_key(constraint))
 
 
+@lru_cache(maxsize=1024)
 def _grammar_from_key(key: tuple[str, str]) -> str:
     import llguidance
 

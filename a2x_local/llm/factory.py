@@ -11,7 +11,7 @@ from typing import Any
 from a2x_local.errors import UserError
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig, engine_config, nest_overrides
-from a2x_local.llm.model_check import check_model
+from a2x_local.llm.model_check import ModelCheck, check_model
 from a2x_local.llm.models import ModelRef, resolve_model
 from a2x_local.settings import Settings, deep_merge
 
@@ -61,11 +61,16 @@ def make_engine(settings: Settings, model: str | None = None, engine: str | None
     return VllmEngine.shared(ref.path, config, model_label=ref.label)
 
 
+def check_ref(ref: ModelRef, config: EngineConfig, *, load_tokenizer: bool = True) -> ModelCheck:
+    """`models check` for a resolved model under the engine settings it would run with."""
+    return check_model(ref.path, target=ref.requested, alias=ref.alias, entry=ref.entry, dtype=config.dtype,
+                       max_model_len=config.max_model_len, tensor_parallel_size=config.tensor_parallel_size,
+                       load_tokenizer=load_tokenizer)
+
+
 def _preflight(ref: ModelRef, config: EngineConfig) -> None:
     """Fail in a second with the list of what is missing, rather than minutes into an engine start."""
-    check = check_model(ref.path, target=ref.requested, alias=ref.alias, entry=ref.entry, dtype=config.dtype,
-                        max_model_len=config.max_model_len, tensor_parallel_size=config.tensor_parallel_size,
-                        load_tokenizer=False)
+    check = check_ref(ref, config, load_tokenizer=False)
     if not check.ok:
         raise UserError(f"model '{ref.label}' at {ref.path} is not usable: " + " ".join(check.problems),
                         hint=f"Run `a2x-local models check {ref.requested}` for details; see models/README.md.")

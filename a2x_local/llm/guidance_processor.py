@@ -30,7 +30,6 @@ class RowGrammarProcessor(LLGuidanceLogitsProcessor):
             raise ValueError(f"{len(self.grammars)} grammars for a batch of {batch_size} rows")
         self.ll_matchers = [llguidance.LLMatcher(self.llg_tokenizer, grammar) for grammar in self.grammars]
         self.bitmask = llguidance.torch.allocate_token_bitmask(batch_size, self.llg_tokenizer.vocab_size)
-        self._bias_logits = self._bias_all_rows
 
     def process_logits(self, input_ids: Any, logits: Any) -> Any:
         if self.is_first_token:

@@ -7,7 +7,6 @@ tables. Paths are relative to the models folder (`$A2X_MODELS_DIR`, default the 
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.settings import Settings, config_dir, deep_merge
+from a2x_local.settings import Settings, config_dir, deep_merge, read_toml, validation_problems
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
@@ -71,21 +70,14 @@ def models_file() -> Path:
 def load_aliases(settings: Settings) -> dict[str, ModelAlias]:
     """Aliases from configs/models.toml, merged with any `[models.*]` tables of the user's configuration."""
     path = models_file()
-    raw: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            with path.open("rb") as handle:
-                raw = tomllib.load(handle).get("models", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(f"{path}: not valid TOML: {exc}") from exc
+    raw: dict[str, Any] = read_toml(path).get("models", {}) if path.is_file() else {}
     raw = deep_merge(raw, settings.section("models"))
     aliases = {}
     for name, table in sorted(raw.items()):
         try:
             aliases[name] = ModelAlias.model_validate(table)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-            raise UserError(f"{path}: model alias '{name}': {problems}",
+            raise UserError(f"{path}: model alias '{name}': {validation_problems(exc)}",
                             hint="Each alias needs a `path`; see the comments at the top of models.toml.") from exc
     return aliases
 

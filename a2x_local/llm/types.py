@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
@@ -24,7 +25,8 @@ class JsonConstraint:
         return "json"
 
     def schema(self) -> dict[str, Any]:
-        return self.model.model_json_schema()
+        """The model's JSON schema, computed once per model class (engines ask on every request); do not mutate it."""
+        return _json_schema(self.model)
 
     def parse(self, text: str) -> BaseModel:
         return self.model.model_validate_json(text)
@@ -67,6 +69,11 @@ class ChoiceConstraint:
 
 
 Constraint = JsonConstraint | RegexConstraint | ChoiceConstraint
+
+
+@cache
+def _json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
 
 
 @dataclass(frozen=True)

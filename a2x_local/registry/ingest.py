@@ -19,7 +19,7 @@ from a2x_local.db import transaction
 from a2x_local.errors import InputError, UserError
 from a2x_local.registry.formats import Limits, read_paths
 from a2x_local.registry.store import Registry
-from a2x_local.registry.types import Service
+from a2x_local.registry.types import Service, canonical_json
 
 
 @dataclass
@@ -74,8 +74,9 @@ class ConflictError(UserError):
 
 
 def _changed_fields(old: Service, new: Service) -> list[str]:
+    """What re-ingesting ``new`` over ``old`` would change (empty: nothing, the entry is unchanged)."""
     fields = [name for name in ("type", "name", "description") if getattr(old, name) != getattr(new, name)]
-    if json.dumps(old.metadata, sort_keys=True) != json.dumps(new.metadata, sort_keys=True):
+    if canonical_json(old.metadata) != canonical_json(new.metadata):
         fields.append("metadata")
     return fields
 
@@ -111,11 +112,12 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, fmt: str = 
         if old is None:
             new.append(service)
             report.added.append(service.id)
-        elif old.same_content(service):
+            continue
+        fields = _changed_fields(old, service)
+        if not fields:
             report.unchanged.append(service.id)
         else:
-            change = Change(service.id, _changed_fields(old, service))
-            (report.updated if replace else report.conflicts).append(change)
+            (report.updated if replace else report.conflicts).append(Change(service.id, fields))
             changed.append(service)
     if report.conflicts:
         raise ConflictError(report)

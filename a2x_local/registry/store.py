@@ -102,11 +102,12 @@ class Registry:
 
     def remove(self, ids: Sequence[str]) -> int:
         """Delete services by id; unknown ids are an error and nothing is deleted."""
-        missing = [service_id for service_id in ids if self.get(service_id) is None]
+        found = self.get_many(ids)
+        missing = [service_id for service_id in dict.fromkeys(ids) if service_id not in found]
         if missing:
             raise UserError(f"no service with id {', '.join(repr(m) for m in missing)}; nothing removed")
-        self.con.executemany("DELETE FROM services WHERE id = ?", [[service_id] for service_id in ids])
-        return len(ids)
+        self.con.execute("DELETE FROM services WHERE id IN (SELECT unnest(?))", [list(ids)])
+        return len(set(ids))
 
     def insert(self, services: Sequence[Service]) -> None:
         """Insert new services in bulk (callers have checked the ids are new)."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-ServiceType = Literal["generic", "mcp_server", "mcp_tool", "a2a", "skill"]
 SERVICE_TYPES: tuple[str, ...] = ("generic", "mcp_server", "mcp_tool", "a2a", "skill")
 
 
@@ -40,15 +39,6 @@ class Service:
     def text(self) -> str:
         """The `name: description` line shown to models and embedded by retrievers."""
         return f"{self.name}: {self.description}"
-
-    def same_content(self, other: Service) -> bool:
-        """True when re-ingesting ``other`` over ``self`` would change nothing."""
-        return (
-            self.type == other.type
-            and self.name == other.name
-            and self.description == other.description
-            and canonical_json(self.metadata) == canonical_json(other.metadata)
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2x_local.llm.base import Engine
 from a2x_local.registry.types import Service
-from a2x_local.search.answers import checked_modes, make_answer
+from a2x_local.search.answers import checked_modes, failure, make_answer
 from a2x_local.search.descent import Descender, Walk
 from a2x_local.search.grouping import RESCUE_KEY, TreeIndex, extra_group, tree_groups
 from a2x_local.search.listing import service_line
@@ -77,12 +77,14 @@ class A2XSearch:
             hits = [Hit(service_id, path=list(self.index.paths[origin[service_id]]) if service_id in origin else [])
                     for service_id in selections[q].selected]
             answers.append(make_answer(request, hits, runner.ledgers[q], seconds,
-                                       self._trace(walks[q], selections[q].to_dict(), runner.ledgers[q].rounds)))
+                                       self._trace(walks[q], selections[q].to_dict(), runner.ledgers[q].rounds),
+                                       failure(selections[q], walks[q].decisions)))
         return answers
 
     def _trace(self, walk: Walk, selection: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
         shown = set(walk.visited) | {c for d in walk.decisions for c in d.pruned}
-        names = {node_id: self.tree.node(node_id).name for node_id in self.index.order if node_id in shown}
+        # Tree order from the positions computed once, rather than a walk over every node of the tree per query.
+        names = {node_id: self.tree.node(node_id).name for node_id in sorted(shown, key=self.index.order.__getitem__)}
         return {"method": self.name, "mode": walk.mode, "tree": self.tree.build_id, "rounds": rounds,
                 "visited": list(walk.visited), "decisions": [d.to_dict() for d in walk.decisions],
                 "selection": selection, "names": names}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from a2x_local.llm.base import Engine
 from a2x_local.registry.types import Service
-from a2x_local.search.answers import checked_modes, make_answer
+from a2x_local.search.answers import checked_modes, failure, make_answer
 from a2x_local.search.grouping import RETRIEVED_KEY, Group, split
 from a2x_local.search.listing import service_line
 from a2x_local.search.llm_config import LlmSearchConfig
@@ -32,7 +32,7 @@ def _answers(name: str, requests: Sequence[SearchRequest], modes: Sequence[str],
         trace = {"method": name, "mode": modes[q], "rounds": ledger.rounds, "selection": selections[q].to_dict(),
                  **(extra[q] if extra else {})}
         hits = [Hit(service_id) for service_id in selections[q].selected]
-        answers.append(make_answer(request, hits, ledger, seconds, trace))
+        answers.append(make_answer(request, hits, ledger, seconds, trace, failure(selections[q])))
     return answers
 
 

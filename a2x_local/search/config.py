@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from a2x_local.errors import UserError
-from a2x_local.settings import Settings
+from a2x_local.settings import Settings, section_config
 
 TextField = Literal["name_description", "description"]
 
@@ -58,11 +57,4 @@ class RetrievalConfig(BaseModel):
 
 def retrieval_config(settings: Settings, **overrides: object) -> RetrievalConfig:
     """The `[retrieval]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    values = settings.section("retrieval")
-    values.update({key: value for key, value in overrides.items() if value is not None})
-    try:
-        return RetrievalConfig.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise UserError(f"invalid [retrieval] configuration: {problems}",
-                        hint="check configs/default.toml or your config.toml") from exc
+    return section_config(settings, "retrieval", RetrievalConfig, **overrides)

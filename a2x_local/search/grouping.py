@@ -8,6 +8,7 @@ node, then part number; the order of services inside a group is the order they w
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -73,30 +74,65 @@ def merge_small(groups: dict[str, list[str]], index: TreeIndex, threshold: int) 
 
     Of all (small group, other group) pairs, the one with the deepest common ancestor merges first (ties: the
     smaller result, then tree order), so siblings join before cousins and the root gathers only what is left.
-    The merged group is keyed by that ancestor and lists its parts' services in tree order of their nodes.
+    The merged group is keyed by that ancestor (absorbing the ancestor's own group) and lists its parts' services
+    in tree order of their nodes. Merging stops when one group is left or every group reaches the threshold.
+
+    Computed bottom-up, one tree node at a time, deepest first: every pair whose deepest common ancestor is node A
+    is a pair of groups under A, and merging them changes nothing outside A's subtree, so the nodes of one depth
+    are independent. Under A the pair of least (size, tree order) merges first, which is the two smallest groups
+    (a heap), until the groups under A are one or all big enough; what is left moves up to A's parent.
+    O(g log g) per node for its g groups, instead of the cubic pairwise search it replaces.
     """
-    parts = {key: [key] for key in groups}
-    size = {key: len(members) for key, members in groups.items()}
-    while len(parts) > 1:
-        best: tuple[int, int, int, int] | None = None
-        pair: tuple[str, str, str] = ("", "", "")
-        for key in parts:
-            if size[key] >= threshold:
-                continue
-            for other in parts:
-                if other == key:
-                    continue
-                depth, common = index.common_depth(key, other)
-                rank = (-depth, size[key] + size[other], index.order[key], index.order[other])
-                if best is None or rank < best:
-                    best, pair = rank, (key, other, common)
-        if best is None:
+    members = {key: [key] for key in groups}
+    size = {key: len(services) for key, services in groups.items()}
+    if len(groups) > 1 and any(n < threshold for n in size.values()):
+        pending: dict[str, list[str]] = {}
+        for key in groups:
+            pending.setdefault(key, []).append(key)
+            for node in index.paths[key]:
+                pending.setdefault(node, [])
+        remaining: list[str] = []
+        for node in sorted(pending, key=lambda n: -len(index.paths[n])):
+            here = pending.pop(node)
+            if len(here) > 1 and any(size[key] < threshold for key in here):
+                here = _merge_under(node, here, members, size, index, threshold)
+            path = index.paths[node]
+            (pending[path[-2]] if len(path) > 1 else remaining).extend(here)
+    else:
+        remaining = list(groups)
+    return {key: [s for part in sorted(members[key], key=index.order.__getitem__) for s in groups[part]]
+            for key in sorted(remaining, key=index.order.__getitem__)}
+
+
+def _merge_under(node: str, keys: list[str], members: dict[str, list[str]], size: dict[str, int],
+                 index: TreeIndex, threshold: int) -> list[str]:
+    """Merge the two smallest groups under ``node`` (and ``node``'s own group) into ``node``'s group while one is
+    small; the groups left. ``members`` and ``size`` are updated in place."""
+    alive = set(keys)
+    version = dict.fromkeys(keys, 0)
+    heap = [(size[key], index.order[key], key, 0) for key in keys]
+    heapq.heapify(heap)
+
+    def smallest() -> str:
+        while True:
+            _, _, key, seen = heapq.heappop(heap)
+            if key in alive and version[key] == seen:
+                return key
+
+    while len(alive) > 1:
+        first = smallest()
+        if size[first] >= threshold:
             break
-        merged = set(pair) & set(parts)
-        ancestor = pair[2]
-        parts[ancestor] = sorted((p for k in merged for p in parts.pop(k)), key=index.order.__getitem__)
-        size[ancestor] = sum(size.pop(k) for k in merged)
-    return {key: [s for part in members for s in groups[part]] for key, members in parts.items()}
+        second = smallest()
+        merged = {first, second, node} & alive
+        parts = [part for key in merged for part in members.pop(key)]
+        total = sum(size.pop(key) for key in merged)
+        alive -= merged
+        alive.add(node)
+        members[node], size[node] = parts, total
+        version[node] = version.get(node, 0) + 1
+        heapq.heappush(heap, (total, index.order[node], node, version[node]))
+    return sorted(alive, key=index.order.__getitem__)
 
 
 def split(key: str, services: Sequence[str], cap: int | None) -> list[Group]:

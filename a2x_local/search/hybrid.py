@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 import numpy as np
 
-Item = TypeVar("Item", bound=Hashable)
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Item]], k: float = 60.0,
-                           weights: Sequence[float] | None = None) -> list[tuple[Item, float]]:
-    """Items by fused score ``sum(w / (k + rank))`` (rank 1 = best), best first.
-
-    Ties keep the order in which items were first met (the first ranking first), so results are deterministic.
-    An item missing from a ranking gets nothing from it.
-    """
-    if k <= 0:
-        raise ValueError("the fusion constant k must be positive")
-    if weights is not None and len(weights) != len(rankings):
-        raise ValueError("one weight per ranking")
-    scores: dict[Item, float] = {}
-    for index, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[index]
-        seen: set[Item] = set()
-        for rank, item in enumerate(ranking, start=1):
-            if item in seen:  # a duplicate in one ranking must not count twice
-                continue
-            seen.add(item)
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    order = {item: position for position, item in enumerate(scores)}
-    return sorted(scores.items(), key=lambda pair: (-pair[1], order[pair[0]]))
-
 
 def fuse_rows(rankings: Sequence[np.ndarray], size: int, k: float, top: int) -> list[tuple[int, float]]:
-    """The same fusion over row numbers ``0..size-1`` with numpy: the search path, where a Python dict over a
-    thousand-deep ranking per query would cost more than the BM25 scoring itself. Same scores, same tie order."""
+    """The top ``top`` rows of ``0..size-1`` by fused score ``sum(1 / (k + rank))`` (rank 1 = best), best first.
+
+    Ties keep the order in which rows were first met (the first ranking first); a row repeated in one ranking
+    counts once, at its first rank; a row missing from a ranking gets nothing from it. Numpy, because a Python
+    dict over a thousand-deep ranking per query would cost more than the BM25 scoring itself.
+    """
     scores = np.zeros(size, dtype=np.float64)
     first_met = np.full(size, np.iinfo(np.int64).max, dtype=np.int64)
     offset = 0

@@ -141,16 +141,3 @@ class IndexStore:
                     shutil.rmtree(folder, ignore_errors=True)
             except FileNotFoundError:
                 continue
-
-    def listing(self) -> list[dict[str, Any]]:
-        """Every complete index folder with its meta data."""
-        found = []
-        for meta_file in sorted(self.root.glob(f"*/{META}")):
-            if meta_file.parent.name.startswith(_TMP_PREFIX):
-                continue
-            try:
-                meta = json.loads(meta_file.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            found.append({"path": str(meta_file.parent), **meta})
-        return found

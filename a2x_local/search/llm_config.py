@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.errors import UserError
-from a2x_local.settings import Settings
+from a2x_local.settings import Settings, section_config
 
 Mode = Literal["get_all", "get_important", "get_one"]
 MODES: tuple[str, ...] = ("get_all", "get_important", "get_one")
+
+# The options of the LLM methods that configure the engine: the keyword arguments of
+# `a2x_local.cli.engine_options.engine_from_options` besides ``engine`` (the CLI flags of the same names).
+ENGINE_KEYS: tuple[str, ...] = ("model", "base_url", "max_model_len", "dtype", "structured_backend",
+                                "gpu_memory_utilization", "tensor_parallel_size", "quantization")
 
 
 class LlmSearchConfig(BaseModel):
@@ -37,14 +42,7 @@ class LlmSearchConfig(BaseModel):
 
 def llm_search_config(settings: Settings, **overrides: object) -> LlmSearchConfig:
     """The `[search]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    values = settings.section("search")
-    values.update({key: value for key, value in overrides.items() if value is not None})
-    try:
-        return LlmSearchConfig.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise UserError(f"invalid [search] configuration: {problems}",
-                        hint="check configs/default.toml or your config.toml") from exc
+    return section_config(settings, "search", LlmSearchConfig, **overrides)
 
 
 def check_mode(mode: str | None, default: str) -> str:

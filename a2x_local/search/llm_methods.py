@@ -8,24 +8,24 @@ that run several methods (evaluation, a server) pass one running engine as ``eng
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.llm.base import Engine
-from a2x_local.registry import Registry, Service
+from a2x_local.llm.config import EngineName
+from a2x_local.registry import Service
 from a2x_local.search.a2x import A2XSearch
 from a2x_local.search.baselines import FullCatalogue, RetrieveSelect
-from a2x_local.search.corpus import ProgressFactory
-from a2x_local.search.llm_config import MODES, LlmSearchConfig, llm_search_config
-from a2x_local.search.methods import MethodSpec, make_method
+from a2x_local.search.config import TextField, retrieval_config
+from a2x_local.search.corpus import Corpus, ProgressFactory, read_corpus
+from a2x_local.search.llm_config import ENGINE_KEYS, MODES, LlmSearchConfig, llm_search_config
+from a2x_local.search.methods import MethodSpec, hybrid_retriever
+from a2x_local.search.retrievers import HybridRetriever
 from a2x_local.settings import Settings
 from a2x_local.taxonomy.store import load_active_tree
 from a2x_local.taxonomy.types import Tree
-
-EngineName = Literal["vllm", "transformers", "openai"]
 
 
 class LlmOptions(BaseModel):
@@ -54,7 +54,7 @@ class RetrievalOptions(BaseModel):
     """The hybrid pre-filter's own options (None = the `[retrieval]` configuration)."""
 
     embedding_model: str | None = Field(None, description="sentence-transformers model of the hybrid pre-filter")
-    text: Literal["name_description", "description"] | None = Field(None, description="indexed text")
+    text: TextField | None = Field(None, description="indexed text")
 
 
 class SelectOptions(LlmOptions, RetrievalOptions):
@@ -65,14 +65,12 @@ class RescueOptions(LlmOptions, RetrievalOptions):
     rescue_top_k: int | None = Field(None, ge=1, description="retrieved services added as one more group")
 
 
-_ENGINE_KEYS = ("model", "base_url", "max_model_len", "dtype", "structured_backend", "gpu_memory_utilization",
-                "tensor_parallel_size", "quantization")
 _RETRIEVAL_KEYS = ("embedding_model", "text")
 
 
 def search_config(settings: Settings, options: BaseModel) -> LlmSearchConfig:
     """`[search]` with the options that name its keys."""
-    values = options.model_dump(exclude_none=True, exclude={"engine", *_ENGINE_KEYS, *_RETRIEVAL_KEYS})
+    values = options.model_dump(exclude_none=True, exclude={"engine", *ENGINE_KEYS, *_RETRIEVAL_KEYS})
     return llm_search_config(settings, **values)
 
 
@@ -82,11 +80,7 @@ def engine_for(settings: Settings, options: LlmOptions) -> Engine:
         return options.engine
     from a2x_local.cli.engine_options import engine_from_options
 
-    return engine_from_options(settings, engine=options.engine, model=options.model, base_url=options.base_url,
-                               max_model_len=options.max_model_len, dtype=options.dtype,
-                               structured_backend=options.structured_backend,
-                               gpu_memory_utilization=options.gpu_memory_utilization,
-                               tensor_parallel_size=options.tensor_parallel_size, quantization=options.quantization)
+    return engine_from_options(settings, engine=options.engine, **options.model_dump(include=set(ENGINE_KEYS)))
 
 
 def check_fresh(tree: Tree, registry_fingerprint: str) -> None:
@@ -98,64 +92,63 @@ def check_fresh(tree: Tree, registry_fingerprint: str) -> None:
             " import FILE`), then search again; `a2x-local tree list` shows the trees")
 
 
-def load_services(settings: Settings, db_path: Path, *, tree: bool) -> tuple[Tree | None, dict[str, Service]]:
-    """The registry's services and, when asked, its active tree (refused when missing or stale)."""
-    timeout = float(settings.section("registry").get("lock_timeout_s", 30))
-    with connect(db_path, lock_timeout_s=timeout) as con:
-        registry = Registry(con)
-        services = {service.id: service for service in registry.all()}
-        if not services:
-            raise UserError(f"{db_path}: the registry is empty, there is nothing to search",
-                            hint="load services first: a2x-local ingest PATH")
+def load_corpus_and_tree(settings: Settings, db_path: Path, *, tree: bool) -> tuple[Tree | None, Corpus]:
+    """The registry's services and, when asked, its active tree (refused when missing or stale), read together."""
+    with connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+        corpus = read_corpus(con, db_path)
         active = load_active_tree(con) if tree else None
-        if active is not None:
-            check_fresh(active, registry.fingerprint())
-    return active, services
+    if active is not None:
+        check_fresh(active, corpus.fingerprint)
+    return active, corpus
 
 
-def _retriever(settings: Settings, db_path: Path, options: RetrievalOptions,
-               progress: ProgressFactory | None) -> Any:
-    """The hybrid retriever (its indexes built on the way when missing or stale)."""
-    return make_method("hybrid", settings, db_path, progress=progress, embedding_model=options.embedding_model,
-                       text=options.text)
+def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
+               progress: ProgressFactory | None) -> HybridRetriever:
+    """The hybrid pre-filter over the corpus already read (its indexes built on the way when missing or stale)."""
+    config = retrieval_config(settings, text=options.text)
+    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
 
 
 def _a2x(settings: Settings, db_path: Path, options: LlmOptions, _progress: ProgressFactory | None) -> A2XSearch:
     config = search_config(settings, options)
-    tree, services = load_services(settings, db_path, tree=True)
+    tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     assert tree is not None
-    return A2XSearch(tree, services, engine_for(settings, options), config)
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config)
 
 
 def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
             progress: ProgressFactory | None) -> A2XSearch:
     config = search_config(settings, options)
-    tree, services = load_services(settings, db_path, tree=True)
+    tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     assert tree is not None
-    retriever = _retriever(settings, db_path, options, progress)
-    return A2XSearch(tree, services, engine_for(settings, options), config, rescue=retriever)
+    retriever = _retriever(settings, corpus, options, progress)
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever)
 
 
 def _full(settings: Settings, db_path: Path, options: LlmOptions,
           _progress: ProgressFactory | None) -> FullCatalogue:
     config = search_config(settings, options)
-    _, services = load_services(settings, db_path, tree=False)
-    return FullCatalogue(list(services.values()), engine_for(settings, options), config)
+    _, corpus = load_corpus_and_tree(settings, db_path, tree=False)
+    return FullCatalogue(corpus.services, engine_for(settings, options), config)
 
 
 def _select(settings: Settings, db_path: Path, options: SelectOptions,
             progress: ProgressFactory | None) -> RetrieveSelect:
     config = search_config(settings, options)
-    _, services = load_services(settings, db_path, tree=False)
-    retriever = _retriever(settings, db_path, options, progress)
-    return RetrieveSelect(list(services.values()), retriever, engine_for(settings, options), config)
+    _, corpus = load_corpus_and_tree(settings, db_path, tree=False)
+    retriever = _retriever(settings, corpus, options, progress)
+    return RetrieveSelect(corpus.services, retriever, engine_for(settings, options), config)
+
+
+def _by_id(corpus: Corpus) -> dict[str, Service]:
+    return {service.id: service for service in corpus.services}
 
 
 A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", LlmOptions, _a2x,
-                      ranked=False, modes=MODES)
+                      modes=MODES)
 RESCUE_SPEC = MethodSpec("a2x+rescue", "A2X plus the hybrid top-k as one more candidate group", RescueOptions,
-                         _rescue, ranked=False, modes=MODES)
+                         _rescue, modes=MODES)
 FULL_SPEC = MethodSpec("full", "the whole catalogue in one prompt; the model picks", LlmOptions, _full,
-                       ranked=False, modes=MODES)
+                       modes=MODES)
 SELECT_SPEC = MethodSpec("select", "hybrid top-k handed to the model for selection", SelectOptions, _select,
-                         ranked=False, modes=MODES)
+                         modes=MODES)

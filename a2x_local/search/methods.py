@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2x_local.errors import UserError
 from a2x_local.search.config import RetrievalConfig, TextField, retrieval_config
-from a2x_local.search.corpus import ProgressFactory, ensure_bm25, ensure_dense, load_corpus
+from a2x_local.search.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, RetrieverMethod
 from a2x_local.search.types import SearchMethod
-from a2x_local.settings import Settings
+from a2x_local.settings import Settings, validation_problems
 
 MethodFactory = Callable[[Settings, Path, Any, "ProgressFactory | None"], SearchMethod]
 
@@ -34,7 +34,6 @@ class MethodSpec:
     summary: str
     options: type[BaseModel]
     factory: MethodFactory
-    ranked: bool = True
     modes: tuple[str, ...] = ()     # LLM methods: accepted SearchRequest.mode values (empty: none)
 
 
@@ -61,14 +60,10 @@ def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
     return retrieval_config(settings, **values)
 
 
-def _lock_timeout(settings: Settings) -> float:
-    return float(settings.section("registry").get("lock_timeout_s", 30))
-
-
 def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
            progress: ProgressFactory | None) -> DenseRetriever:
     config = _config(settings, options)
-    corpus = load_corpus(db_path, lock_timeout_s=_lock_timeout(settings))
+    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
     embedder, index, info = ensure_dense(corpus, config, model=options.embedding_model, progress=progress)
     return DenseRetriever(corpus, config, embedder, index, info.variant)
 
@@ -76,7 +71,7 @@ def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
 def _bm25(settings: Settings, db_path: Path, options: RetrieverOptions,
           progress: ProgressFactory | None) -> Bm25Retriever:
     config = _config(settings, options)
-    corpus = load_corpus(db_path, lock_timeout_s=_lock_timeout(settings))
+    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
     index, info = ensure_bm25(corpus, config)
     return Bm25Retriever(corpus, config, index, info.variant)
 
@@ -84,9 +79,14 @@ def _bm25(settings: Settings, db_path: Path, options: RetrieverOptions,
 def _hybrid(settings: Settings, db_path: Path, options: HybridOptions,
             progress: ProgressFactory | None) -> HybridRetriever:
     config = _config(settings, options)
-    corpus = load_corpus(db_path, lock_timeout_s=_lock_timeout(settings))
-    embedder, dense_index, dense_info = ensure_dense(corpus, config, model=options.embedding_model,
-                                                     progress=progress)
+    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
+    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
+
+
+def hybrid_retriever(corpus: Corpus, config: RetrievalConfig, *, embedding_model: str | None = None,
+                     progress: ProgressFactory | None = None) -> HybridRetriever:
+    """The hybrid retriever over a corpus already read (its indexes built on the way when missing or stale)."""
+    embedder, dense_index, dense_info = ensure_dense(corpus, config, model=embedding_model, progress=progress)
     bm25_index, bm25_info = ensure_bm25(corpus, config)
     dense = DenseRetriever(corpus, config, embedder, dense_index, dense_info.variant)
     return HybridRetriever(corpus, config, dense, Bm25Retriever(corpus, config, bm25_index, bm25_info.variant))
@@ -140,11 +140,13 @@ def validate_options(spec: MethodSpec, options: dict[str, Any]) -> BaseModel:
     try:
         return spec.options.model_validate(options)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "options"
-            problems.append("unknown option" if error["type"] == "extra_forbidden" else error["msg"])
-            problems[-1] = f"{where}: {problems[-1]}"
+        unknown = [".".join(map(str, error["loc"])) for error in exc.errors() if error["type"] == "extra_forbidden"]
+        problems = [f"{name}: unknown option" for name in unknown]
+        if len(unknown) < len(exc.errors()):
+            try:  # the other problems, worded as every configuration error is
+                spec.options.model_validate({key: v for key, v in options.items() if key not in unknown})
+            except ValidationError as rest:
+                problems.insert(0, validation_problems(rest, "options"))
         accepted = ", ".join(spec.options.model_fields) or "none"
         raise UserError(f"method '{spec.name}': {'; '.join(problems)}",
                         hint=f"options '{spec.name}' accepts: {accepted}") from exc

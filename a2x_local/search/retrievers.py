@@ -12,13 +12,12 @@ from typing import Protocol
 
 import numpy as np
 
-from a2x_local.registry import Service
 from a2x_local.search.bm25 import Bm25Index
 from a2x_local.search.config import RetrievalConfig
 from a2x_local.search.corpus import Corpus
 from a2x_local.search.dense import DenseIndex, Embedder
 from a2x_local.search.hybrid import fuse_rows
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
 
 
 class Retriever(Protocol):
@@ -47,16 +46,13 @@ class RetrieverMethod:
     def size(self) -> int:
         return len(self.corpus.services)
 
-    @property
-    def services(self) -> list[Service]:
-        return self.corpus.services
-
     def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         raise NotImplementedError
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         if not requests:
             return []
+        check_queries([request.query for request in requests])
         started = time.perf_counter()
         ks = [request.k or self.config.default_k for request in requests]
         hits = self.retrieve([request.query for request in requests], max(ks))
@@ -132,7 +128,7 @@ class HybridRetriever(RetrieverMethod):
 
     def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         depth = self.depth(k)
-        ids = self.corpus.ids
+        ids = self.dense.index.ids  # row i of both indexes is this service (the corpus's order)
         _, dense_rows = self.dense.index.search(self.dense.embedder.encode_queries(queries), depth)
         lexical = self.bm25.index.search(queries, depth)
         results = []

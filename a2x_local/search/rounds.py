@@ -6,7 +6,6 @@ with the query it serves, so tokens and calls can be summed per query (and add u
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,8 +30,6 @@ class RoundRunner:
     def __init__(self, engine: Engine, queries: int) -> None:
         self.engine = engine
         self.ledgers = [Ledger() for _ in range(queries)]
-        self.engine_seconds = 0.0
-        self.rounds = 0
 
     def run(self, owners: Sequence[int], requests: Sequence[Request]) -> list[Result]:
         """One engine call for all ``requests``; ``owners[i]`` is the query that ``requests[i]`` serves."""
@@ -40,10 +37,7 @@ class RoundRunner:
             raise ValueError("one owner per request")
         if not requests:
             return []
-        started = time.perf_counter()
         results = self.engine.generate(list(requests))
-        self.engine_seconds += time.perf_counter() - started
-        self.rounds += 1
         # A retried answer took a second sequential round for that query.
         depth: dict[int, int] = {}
         for owner, result in zip(owners, results, strict=True):

@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from a2x_local.errors import UserError
+
+EMPTY_QUERY_HINT = 'say what the agent needs, e.g. a2x-local search "convert currencies"'
+
 
 @dataclass(frozen=True)
 class SearchRequest:
@@ -55,3 +59,12 @@ class SearchMethod(Protocol):
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         """Answer many requests together (LLM methods batch their engine rounds across them)."""
         ...
+
+
+def check_queries(queries: Sequence[str]) -> None:
+    """Refuse an empty (or blank) query before any work: every method's search_batch calls this, and so does the
+    CLI before it loads a method. The error names the query's position when a batch holds several."""
+    for number, query in enumerate(queries, start=1):
+        if not query or not query.strip():
+            where = f" (query {number} of {len(queries)})" if len(queries) > 1 else ""
+            raise UserError(f"the query is empty{where}", hint=EMPTY_QUERY_HINT, code="EmptyQuery")

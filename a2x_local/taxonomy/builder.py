@@ -12,7 +12,7 @@ from typing import Protocol
 
 from a2x_local.errors import UserError
 from a2x_local.llm.base import Engine
-from a2x_local.llm.types import Result
+from a2x_local.llm.types import Request, Result
 from a2x_local.registry.types import Service
 from a2x_local.taxonomy import assign, crossdomain, design, keywords, refine
 from a2x_local.taxonomy.calls import Planned
@@ -55,6 +55,9 @@ class Builder:
         self.config = config
         self.engine = engine
         self.observer = observer
+        # Description design requests rendered while choosing a node's mode, reused by its design round (not part
+        # of the checkpoint: a resumed build renders them again, identically).
+        self._described: dict[str, Request] = {}
 
     @property
     def finished(self) -> bool:
@@ -97,27 +100,26 @@ class Builder:
 
     def _start_level(self) -> None:
         state = self.state
+        tree = state.tree()
         for node_id in sorted(state.queue):
             node = state.nodes[node_id]
             if len(node.services) <= self.config.leaf_max_services or node.depth >= self.config.max_depth:
                 continue
-            path = " › ".join(state.nodes[n].name for n in self._path(node_id))
+            path = " › ".join(state.nodes[n].name for n in tree.path(node_id))
             work = NodeWork(node_id=node_id, path=path, services=list(node.services))
-            design.choose_mode(work, self.services, self.config, self.engine, state)
+            request = design.choose_mode(work, self.services, self.config, self.engine, state)
+            if request is None:
+                self._described.pop(node_id, None)
+            else:
+                self._described[node_id] = request
             state.work[node_id] = work
         state.queue = []
-
-    def _path(self, node_id: str) -> list[str]:
-        path = [node_id]
-        while self.state.nodes[path[-1]].parent is not None:
-            path.append(self.state.nodes[path[-1]].parent)
-        return path[::-1]
 
     def _plan(self, stage: str, works: list[NodeWork]) -> list[Planned]:
         args = (self.config, self.engine, self.state)
         planners: dict[str, Callable[[], list[Planned]]] = {
             KEYWORDS: lambda: keywords.keyword_requests(works, self.services, *args),
-            DESIGN: lambda: design.design_requests(works, self.services, *args),
+            DESIGN: lambda: design.design_requests(works, self.services, *args, rendered=self._described),
             VALIDATE: lambda: design.validation_requests(works, *args),
             REDESIGN: lambda: design.redesign_requests(works, *args),
             REFINE: lambda: refine.refine_requests(works, self.services, *args),
@@ -171,10 +173,7 @@ class Builder:
         state = self.state
         planned = crossdomain.pick_requests(state, self.services, self.config, self.engine)
         if planned:
-            results = self._round("crossdomain_pick", planned)
-            memo: dict = {}
-            for plan, result in zip(planned, results, strict=True):
-                crossdomain.apply_pick(plan, result, state, memo)
+            crossdomain.apply_picks(planned, self._round("crossdomain_pick", planned), state)
         state.phase = CROSS_PLACE
         return "crossdomain_pick" if planned else None
 

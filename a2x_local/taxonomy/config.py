@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from a2x_local.errors import UserError
-from a2x_local.settings import Settings
+from a2x_local.settings import Settings, section_config
 
 
 class BuildConfig(BaseModel):
@@ -68,11 +67,4 @@ class BuildConfig(BaseModel):
 
 def build_config(settings: Settings, **overrides: Any) -> BuildConfig:
     """The `[build]` section with command-line overrides (``None`` means "not given")."""
-    values = settings.section("build")
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return BuildConfig(**values)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'build'}: {e['msg']}" for e in exc.errors())
-        raise UserError(f"invalid [build] settings: {problems}",
-                        hint="check the [build] section of your config.toml and the command-line flags") from exc
+    return section_config(settings, "build", BuildConfig, **overrides)

@@ -7,7 +7,7 @@ each one (only that domain's leaves are offered, with a confidence that must rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from a2x_local.llm.base import Engine
 from a2x_local.llm.types import RegexConstraint, Request, Result
@@ -27,46 +27,19 @@ from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import TreeNode
 
 
-def _domain(state: BuildState, node_id: str) -> str:
-    """The top-level ancestor (a child of the root) of a node below the root."""
-    current = node_id
-    while state.nodes[current].parent != state.root_id:
-        current = state.nodes[current].parent
-    return current
-
-
-def _leaves(state: BuildState, start: str) -> list[TreeNode]:
-    stack, leaves = [start], []
-    while stack:
-        node = state.nodes[stack.pop()]
-        if node.children:
-            stack.extend(reversed(node.children))
-        else:
-            leaves.append(node)
-    return leaves
-
-
-def _subtree_services(state: BuildState, start: str) -> set[str]:
-    stack, found = [start], set()
-    while stack:
-        node = state.nodes[stack.pop()]
-        found.update(node.services)
-        stack.extend(node.children)
-    return found
-
-
 def _brief(node: TreeNode, config: BuildConfig) -> str:
     return f"{node.name}: {clip(node.description, config.description_max_chars)}"
 
 
 def pick_requests(state: BuildState, services: Mapping[str, Service], config: BuildConfig,
                   engine: Engine) -> list[Planned]:
-    domains = state.nodes[state.root_id].children
+    tree = state.tree()
+    domains = tree.root.children
     planned: list[Planned] = []
-    for leaf in _leaves(state, state.root_id):
+    for leaf in tree.leaves():
         if leaf.id == state.root_id or not leaf.services:
             continue
-        own = _domain(state, leaf.id)
+        own = tree.path(leaf.id)[1]
         offered = [d for d in domains if d != own]
         item = positions_item(len(offered), config.cross_domain_max_extra)
         block = numbered([_brief(state.nodes[d], config) for d in offered])
@@ -89,43 +62,40 @@ def pick_requests(state: BuildState, services: Mapping[str, Service], config: Bu
     return planned
 
 
-def apply_pick(plan: Planned, result: Result, state: BuildState, memo: dict) -> None:
-    """Record (service, leaf, target domain) picks; a failed answer means no extra domain (safe).
-
-    ``memo`` is shared by the results of one round: picks already seen and each domain's services.
-    """
-    if not result.ok:
-        state.count("cross_domain_pick_failed_services", len(plan.items))
-        return
-    offered = plan.request.context["domains"]
-    for service_id, item in zip(plan.items, parse_lines(result.value, len(plan.items)), strict=True):
-        for position in parse_positions(item)[: len(offered)]:
-            target = offered[position - 1]
-            seen = memo.setdefault("seen", set())
-            if (service_id, target) in seen:
-                continue
-            seen.add((service_id, target))
-            if target not in memo:
-                memo[target] = _subtree_services(state, target)
-            if service_id in memo[target]:
-                state.count("cross_domain_already_there")
-                continue
-            state.cross_picks.append([service_id, plan.node, target])
-            state.count("cross_domain_picked")
+def apply_picks(planned: Sequence[Planned], results: Sequence[Result], state: BuildState) -> None:
+    """Record (service, leaf, target domain) picks, each pair once; a failed answer means no extra domain (safe)."""
+    tree = state.tree()             # the nodes do not change while picks are recorded
+    seen: set[tuple[str, str]] = set()
+    for plan, result in zip(planned, results, strict=True):
+        if not result.ok:
+            state.count("cross_domain_pick_failed_services", len(plan.items))
+            continue
+        offered = plan.request.context["domains"]
+        for service_id, item in zip(plan.items, parse_lines(result.value, len(plan.items)), strict=True):
+            for position in parse_positions(item)[: len(offered)]:
+                target = offered[position - 1]
+                if (service_id, target) in seen:
+                    continue
+                seen.add((service_id, target))
+                if service_id in tree.subtree_services(target):
+                    state.count("cross_domain_already_there")
+                    continue
+                state.cross_picks.append([service_id, plan.node, target])
+                state.count("cross_domain_picked")
 
 
 def place_requests(state: BuildState, services: Mapping[str, Service], config: BuildConfig,
                    engine: Engine) -> list[Planned]:
     by_domain: dict[str, list[str]] = {}
-    for service_id, _leaf, target in state.cross_picks:
-        wanted = by_domain.setdefault(target, [])
-        if service_id not in wanted:
-            wanted.append(service_id)
+    for service_id, _leaf, target in state.cross_picks:     # each (service, target) once: see apply_picks
+        by_domain.setdefault(target, []).append(service_id)
+    tree = state.tree()
     planned: list[Planned] = []
-    for target in sorted(by_domain, key=lambda d: state.nodes[state.root_id].children.index(d)):
-        leaves = _leaves(state, target)
+    for target in sorted(by_domain, key=tree.root.children.index):
+        leaves = [node for node in tree.walk(target) if node.is_leaf]
         item = placement_item(len(leaves))
-        labels = [" › ".join(state.nodes[n].name for n in _path_below(state, target, leaf.id)) for leaf in leaves]
+        # Each leaf's path from the target domain (a child of the root) down.
+        labels = [" › ".join(tree.nodes[n].name for n in tree.path(leaf.id)[1:]) for leaf in leaves]
         block = numbered([f"{label}: {clip(leaf.description, config.description_max_chars)}"
                           for label, leaf in zip(labels, leaves, strict=True)])
         per_line = 12 + len(str(len(leaves)))
@@ -145,13 +115,6 @@ def place_requests(state: BuildState, services: Mapping[str, Service], config: B
         state.count("cross_domain_unfit_services", len(unfit))
         planned.extend(Planned(request, target, tuple(chunk)) for chunk, request in pairs)
     return planned
-
-
-def _path_below(state: BuildState, top: str, node_id: str) -> list[str]:
-    path = [node_id]
-    while path[-1] != top:
-        path.append(state.nodes[path[-1]].parent)
-    return path[::-1]
 
 
 def apply_place(plan: Planned, result: Result, config: BuildConfig, state: BuildState) -> None:
@@ -177,6 +140,6 @@ def apply_place(plan: Planned, result: Result, config: BuildConfig, state: Build
 
 def overfull_leaves(state: BuildState, config: BuildConfig) -> list[str]:
     """Leaves above θ_leaf that may still be split (depth < D): the re-check after the cross-domain pass."""
-    return [leaf.id for leaf in _leaves(state, state.root_id)
+    return [leaf.id for leaf in state.tree().leaves()
             if leaf.id != state.root_id and leaf.depth < config.max_depth
             and len(leaf.services) > config.leaf_max_services]

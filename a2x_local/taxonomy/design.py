@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import TypeVar
 
 from a2x_local.llm.base import Engine
 from a2x_local.llm.types import JsonConstraint, Request, Result
@@ -11,6 +12,8 @@ from a2x_local.taxonomy.calls import Planned, clip, fitted_request, numbered, se
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import VIOLATIONS, design_budget, design_model, validation_model
 from a2x_local.taxonomy.state import ASSIGN, KEYWORDS, REDESIGN, UNSPLIT, VALIDATE, BuildState, Draft, NodeWork
+
+T = TypeVar("T")
 
 
 def _description_request(work: NodeWork, services: Mapping[str, Service], config: BuildConfig,
@@ -28,14 +31,20 @@ def _description_request(work: NodeWork, services: Mapping[str, Service], config
 
 
 def choose_mode(work: NodeWork, services: Mapping[str, Service], config: BuildConfig, engine: Engine,
-                state: BuildState) -> None:
-    """Keyword path above θ_kw, and also for a smaller node whose description prompt would not fit the window."""
+                state: BuildState) -> Request | None:
+    """Keyword path above θ_kw, and also for a smaller node whose description prompt would not fit the window.
+
+    Returns the description design request that was tried when it fits (``design_requests`` may reuse it).
+    """
     if len(work.services) > config.keyword_path_min_services:
         work.mode, work.status = "keywords", KEYWORDS
-    elif _description_request(work, services, config, engine) is None:
+        return None
+    request = _description_request(work, services, config, engine)
+    if request is None:
         work.mode, work.status = "keywords", KEYWORDS
         work.note = "descriptions exceed the context window: keyword path"
         state.count("design_keyword_fallbacks")
+    return request
 
 
 def _keyword_request(work: NodeWork, config: BuildConfig, engine: Engine) -> Request | None:
@@ -60,13 +69,17 @@ def _keyword_request(work: NodeWork, config: BuildConfig, engine: Engine) -> Req
 
 
 def design_requests(works: Sequence[NodeWork], services: Mapping[str, Service], config: BuildConfig,
-                    engine: Engine, state: BuildState) -> list[Planned]:
+                    engine: Engine, state: BuildState,
+                    rendered: MutableMapping[str, Request] | None = None) -> list[Planned]:
+    """One design request per node; ``rendered`` holds description requests ``choose_mode`` made (taken out)."""
     planned = []
     for work in works:
         if work.mode == "keywords":
             request = _keyword_request(work, config, engine)
         else:
-            request = _description_request(work, services, config, engine)
+            request = rendered.pop(work.node_id, None) if rendered is not None else None
+            if request is None:
+                request = _description_request(work, services, config, engine)
         if request is None:
             work.status, work.note = UNSPLIT, "no design prompt fits the context window (or no keywords)"
             state.count("design_unfit_nodes")
@@ -75,17 +88,20 @@ def design_requests(works: Sequence[NodeWork], services: Mapping[str, Service], 
     return planned
 
 
-def _distinct(drafts: Sequence[Draft], state: BuildState) -> list[Draft]:
-    """Categories with the same name would split one concept in two: later duplicates are dropped."""
+def distinct(items: Sequence[T], state: BuildState, draft: Callable[[T], Draft] | None = None) -> list[T]:
+    """Categories with the same name would split one concept in two: later duplicates are dropped.
+
+    ``items`` are drafts, or anything ``draft`` gives the draft of (a refine's (draft, source) pairs).
+    """
     seen: set[str] = set()
     kept = []
-    for draft in drafts:
-        key = draft.name.casefold()
+    for item in items:
+        key = (draft(item) if draft else item).name.casefold()
         if key in seen:
             state.count("duplicate_categories_dropped")
             continue
         seen.add(key)
-        kept.append(draft)
+        kept.append(item)
     return kept
 
 
@@ -98,7 +114,7 @@ def enter_assign(work: NodeWork) -> None:
 
 def apply_design(work: NodeWork, result: Result, config: BuildConfig, state: BuildState, *, is_root: bool) -> None:
     """A design that stayed invalid leaves the node a leaf (safe: its services stay reachable)."""
-    drafts = _distinct([Draft.from_answer(c) for c in result.value.categories], state) if result.ok else []
+    drafts = distinct([Draft.from_answer(c) for c in result.value.categories], state) if result.ok else []
     if len(drafts) < config.min_children:
         work.status = UNSPLIT
         work.note = "design failed" if not result.ok else "design had too few distinct categories"
@@ -186,7 +202,7 @@ def apply_redesign(work: NodeWork, result: Result, config: BuildConfig, state: B
         enter_assign(work)
         return
     kept = [d for k, d in enumerate(work.drafts, start=1) if str(k) not in work.flagged]
-    proposal = _distinct(kept + [Draft.from_answer(c) for c in result.value.categories], state)
+    proposal = distinct(kept + [Draft.from_answer(c) for c in result.value.categories], state)
     if len(proposal) < config.redesign_min_categories:
         state.count("redesign_rejected")
     else:

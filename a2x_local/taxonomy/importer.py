@@ -105,27 +105,55 @@ def _from_flat(nodes: Any, source: str) -> dict[str, Any]:
     if len(roots) != 1:
         raise InputError(source, f"expected exactly one node without a parent (the root), found {len(roots)}",
                          field="parent")
-    for node in nodes:
-        seen = [node["id"]]
-        current = node
-        while current.get("parent") is not None:
-            parent = current["parent"]
-            if parent not in by_id:
-                raise InputError(source, f"parent '{parent}' of node '{current['id']}' does not exist",
-                                 entry=current["id"], field="parent")
-            if parent in seen:
-                loop = " -> ".join([*seen[seen.index(parent):], parent])
-                raise InputError(source, f"cycle in parent links: {loop}", entry=node["id"], field="parent")
-            seen.append(parent)
-            current = by_id[parent]
     nested = {n["id"]: {k: v for k, v in n.items() if k != "parent"} | {"children": []} for n in nodes}
+    for node in nodes:
+        if node.get("parent") in nested:
+            nested[node["parent"]]["children"].append(nested[node["id"]])
+    # One walk from the root (preorder, children in file order). Every node has one parent, so the walk meets each
+    # node it reaches once; a node it does not reach has a parent that dangles or is on a loop.
+    root = nested[roots[0]["id"]]
+    reached = {root["id"]}
+    too_deep: str | None = None
+    stack = [(root, 0)]
+    while stack:
+        data, depth = stack.pop()
+        if depth > MAX_DEPTH and too_deep is None:
+            too_deep = data["id"]
+        reached.update(child["id"] for child in data["children"])
+        stack.extend((child, depth + 1) for child in reversed(data["children"]))
+    if len(reached) < len(nodes):
+        _raise_unreached(next(n for n in nodes if n["id"] not in reached), by_id, source)
     for node in nodes:
         if node.get("children"):
             raise InputError(source, "flat nodes name their parent; 'children' is not allowed", entry=node["id"],
                              field="children")
-        if node.get("parent") is not None:
-            nested[node["parent"]]["children"].append(nested[node["id"]])
-    return nested[roots[0]["id"]]
+    if too_deep is not None:
+        names = []
+        current = by_id[too_deep]
+        while current.get("parent") is not None:
+            names.append(current.get("name", "?"))
+            current = by_id[current["parent"]]
+        raise InputError(source, f"the tree is deeper than {MAX_DEPTH} levels",
+                         entry=" > ".join(["root", *map(str, reversed(names))]))
+    return root
+
+
+def _raise_unreached(node: dict[str, Any], by_id: dict[str, dict[str, Any]], source: str) -> None:
+    """The error for a node the root does not reach: its ancestors end at a missing parent or loop."""
+    seen = [node["id"]]
+    on_path = {node["id"]}
+    current = node
+    while True:
+        parent = current["parent"]          # not None: only the root has none, and the root is reached
+        if parent not in by_id:
+            raise InputError(source, f"parent '{parent}' of node '{current['id']}' does not exist",
+                             entry=current["id"], field="parent")
+        if parent in on_path:
+            loop = " -> ".join([*seen[seen.index(parent):], parent])
+            raise InputError(source, f"cycle in parent links: {loop}", entry=node["id"], field="parent")
+        seen.append(parent)
+        on_path.add(parent)
+        current = by_id[parent]
 
 
 def _from_nested(root: Any, source: str) -> Tree:

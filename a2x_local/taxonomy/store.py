@@ -109,8 +109,9 @@ def save_tree(con: duckdb.DuckDBPyConnection, build_id: int, tree: Tree) -> None
     con.execute("DELETE FROM tree_nodes WHERE build_id = ?", [build_id])
     con.execute("DELETE FROM tree_membership WHERE build_id = ?", [build_id])
     node_rows, member_rows = [], []
+    positions = {child: k for node in tree.nodes.values() for k, child in enumerate(node.children)}
     for node in tree.walk():
-        position = tree.nodes[node.parent].children.index(node.id) if node.parent else 0
+        position = positions.get(node.id, 0)
         node_rows.append({"node_id": node.id, "parent_id": node.parent, "depth": node.depth, "position": position,
                           "name": node.name, "description": node.description, "boundary": node.boundary,
                           "decision_rule": node.decision_rule, "keywords": json.dumps(node.keywords)})

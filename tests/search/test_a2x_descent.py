@@ -87,14 +87,20 @@ def test_children_are_numbered_in_stored_order_and_answers_are_bounded():
 
 def test_boundaries_are_shown_only_in_get_one_and_the_query_comes_last():
     tree = sample_tree()
-    oracle = Oracle(tree, {"a": {"w1"}, "b": {"w1"}})
-    _descend(tree, oracle, [("a", "get_all"), ("b", "get_one")])
+    oracle = Oracle(tree, {"a": {"w1"}, "b": {"w1"}, "c": {"p1"}})
+    _descend(tree, oracle, [("a", "get_all"), ("b", "get_one"), ("c", "get_all")])
     by_query = {r.context["query"]: r for r in oracle.seen if r.context["node"] == "root"}
     assert "NOT here" not in by_query["a"].messages[1]["content"]
     assert "NOT here: anything but weather" in by_query["b"].messages[1]["content"]
     for request in by_query.values():
         assert request.messages[1]["content"].rstrip().endswith(f"Request: {request.context['query']}")
-    # Same mode, same node: identical system prompt and list, so an engine's prefix cache serves them once.
+    # Same mode, same node: identical system prompt and list, so an engine's prefix cache serves them once;
+    # only the request at the very end differs.
+    a, c = by_query["a"].messages, by_query["c"].messages
+    assert a[0] == c[0]
+    assert a[1]["content"].removesuffix("Request: a") == c[1]["content"].removesuffix("Request: c")
+    assert a[1]["content"] != c[1]["content"]
+    # Another mode: another system prompt (and, in get_one, the boundaries in the list).
     assert by_query["a"].messages[0] != by_query["b"].messages[0]
 
 

@@ -14,10 +14,12 @@ import pytest
 
 from a2x_local.cli import build_cmds, engine_options, run
 from a2x_local.db import connect
+from a2x_local.evaluation.queries import load_queries
 from a2x_local.llm import ScriptedEngine
 from a2x_local.llm.base import Engine
 from a2x_local.llm.types import Message, RawOutput, Request
 from a2x_local.registry import Registry, Service
+from a2x_local.registry.ingest import ingest
 from a2x_local.search.baselines import FullCatalogue
 from a2x_local.search.llm_config import LlmSearchConfig
 from a2x_local.search.selection import ContextWindowError
@@ -55,24 +57,28 @@ class SharedEngine(Engine):
         return self.inner._generate(requests)
 
 
-def _services() -> list[Service]:
-    raw = json.loads((TOOLRET / "services.json").read_text(encoding="utf-8"))
-    return [Service(r["id"], r["type"], r["name"], r["description"], r.get("metadata") or {}) for r in raw]
+@pytest.fixture(scope="module")
+def toolret_services(tmp_path_factory) -> list[Service]:
+    """Every ToolRet service as `a2x-local ingest` reads it, in file order."""
+    db = tmp_path_factory.mktemp("toolret") / "all.duckdb"
+    with connect(db) as con:
+        added = ingest(con, [TOOLRET / "services.json"]).added
+        by_id = Registry(con).get_many(added)
+    return [by_id[service_id] for service_id in added]
 
 
 def _registry(services: list[Service]) -> list[Service]:
     """The correct tools of the first 50 dev queries plus every 100th other service (~80 services)."""
-    queries = json.loads(QUERIES.read_text(encoding="utf-8"))[:50]
-    wanted = {tool["id"] for query in queries for tool in query["correct_tools"]}
+    wanted = {tool for query in load_queries(QUERIES)[:50] for tool in query.correct}
     return [s for i, s in enumerate(services) if s.id in wanted or i % 100 == 0]
 
 
 @pytest.fixture(scope="module")
-def built_db(tmp_path_factory):
+def built_db(tmp_path_factory, toolret_services):
     """A registry whose tree `a2x-local build` made (with the deterministic word policy: fast, and a tree with
     real levels; the tiny random model's designs would leave a one-node tree). Searches use the real engine."""
     db = tmp_path_factory.mktemp("a2x-e2e") / "registry.duckdb"
-    services = _registry(_services())
+    services = _registry(toolret_services)
     with connect(db) as con:
         Registry(con).insert(services)
     with pytest.MonkeyPatch.context() as patch:
@@ -138,8 +144,8 @@ def test_search_trace_with_the_real_engine(built_db, vllm_engine, monkeypatch, c
         assert set(decision["selected"]).isdisjoint(decision["pruned"]) and decision["error"] is None
 
 
-def test_a_catalogue_beyond_the_context_window_is_reported(vllm_engine):
-    services = _services()
+def test_a_catalogue_beyond_the_context_window_is_reported(vllm_engine, toolret_services):
+    services = toolret_services
     method = FullCatalogue(services, SharedEngine(vllm_engine), LlmSearchConfig())
     with pytest.raises(ContextWindowError, match=f"{len(services):,} services need"):
         method.search_batch([SearchRequest("weather in Paris")])

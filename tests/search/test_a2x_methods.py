@@ -12,6 +12,8 @@ from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.llm import ScriptedEngine
 from a2x_local.registry import Registry
+from a2x_local.search.a2x import A2XSearch
+from a2x_local.search.baselines import FullCatalogue, RetrieveSelect
 from a2x_local.search.methods import MethodSpec, make_method, method_spec, register_method, unregister_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
@@ -30,8 +32,21 @@ def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_four_methods_are_registered_with_their_modes():
     for name in ("a2x", "a2x+rescue", "full", "select"):
         spec = method_spec(name)
-        assert spec.name == name and not spec.ranked
+        assert spec.name == name
         assert spec.modes == ("get_all", "get_important", "get_one")
+    # None of them ranks: what they return is a set of chosen services (each method object says so itself).
+    assert not any(cls.ranked for cls in (A2XSearch, FullCatalogue, RetrieveSelect))
+
+
+def test_the_engine_keys_are_the_engine_arguments_and_llm_options():
+    import inspect
+
+    from a2x_local.cli.engine_options import engine_from_options
+    from a2x_local.search.llm_config import ENGINE_KEYS
+    from a2x_local.search.llm_methods import LlmOptions
+
+    arguments = set(inspect.signature(engine_from_options).parameters) - {"settings", "engine"}
+    assert set(ENGINE_KEYS) == arguments and set(ENGINE_KEYS) <= set(LlmOptions.model_fields)
 
 
 def test_a2x_searches_the_active_tree_from_the_database(db_path):
@@ -41,14 +56,14 @@ def test_a2x_searches_the_active_tree_from_the_database(db_path):
     answer = method.search_batch([SearchRequest("find hotels")])[0]
     assert answer.ids == ["h1", "h2"] and answer.trace["tree"] == build_id
     assert answer.hits[0].path == ["root", "root/1", "root/1/2"]
-    assert method.config.merge_threshold == 0
+    assert method.config.merge_threshold == 0 and not method.ranked
 
 
 def test_full_runs_from_the_database_without_a_tree(db_path):
     store_registry_and_tree(db_path)
     engine = ScriptedEngine(Oracle(sample_tree(), {"rain": {"w3"}}))
     method = make_method("full", load_settings(db=db_path), db_path, engine=engine)
-    assert method.search_batch([SearchRequest("rain")])[0].ids == ["w3"]
+    assert method.search_batch([SearchRequest("rain")])[0].ids == ["w3"] and not method.ranked
 
 
 def test_a_stale_tree_is_refused_with_how_to_update(db_path):
@@ -107,7 +122,7 @@ def scripted_a2x():
         options.engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
         return base.factory(settings, db_path, options, progress)
 
-    register_method(MethodSpec("a2x-scripted", base.summary, base.options, factory, ranked=False, modes=base.modes),
+    register_method(MethodSpec("a2x-scripted", base.summary, base.options, factory, modes=base.modes),
                     replace=True)
     yield "a2x-scripted"
     unregister_method("a2x-scripted")

@@ -10,8 +10,10 @@ import pytest
 from a2x_local.cli import run
 from a2x_local.db import connect
 from a2x_local.registry import Registry
+from a2x_local.search.config import retrieval_config
 from a2x_local.search.corpus import EMBEDDING_SETTING
 from a2x_local.search.dense import resolve_model
+from a2x_local.settings import load_settings
 
 
 def _cli(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> tuple[int, str, str]:
@@ -61,14 +63,21 @@ def test_search_one_query(db_path: Path, capsys) -> None:
     assert code == 0 and "hotels" in out and "bookHotel" in out
 
 
-def test_search_a_query_file(db_path: Path, tmp_path: Path, capsys) -> None:
+def test_search_a_query_file(db_path: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     queries = tmp_path / "q.txt"
     queries.write_text("send an email to Bob\nlatest news headlines\n")
     code, out, _ = _cli(capsys, db_path, "search", "--queries", str(queries), "--method", "dense", "--json")
     assert code == 0
     results = json.loads(out)["results"]
     assert [r["hits"][0]["id"] for r in results] == ["email", "news"]
-    assert all(len(r["hits"]) == 10 for r in results)    # default k from [retrieval] default_k
+    default_k = retrieval_config(load_settings(db=db_path)).default_k
+    assert all(len(r["hits"]) == default_k for r in results)    # default k from [retrieval] default_k
+    # The registry holds ten services, as many as the shipped default: a smaller default_k shows it is obeyed.
+    config = tmp_path / "config.toml"
+    config.write_text("[retrieval]\ndefault_k = 3\n")
+    monkeypatch.setenv("A2X_CONFIG", str(config))
+    code, out, _ = _cli(capsys, db_path, "search", "--queries", str(queries), "--method", "dense", "--json")
+    assert code == 0 and all(len(r["hits"]) == 3 for r in json.loads(out)["results"])
 
 
 @pytest.mark.parametrize(("args", "code", "needle"), [

@@ -51,3 +51,12 @@ def test_a_catalogue_larger_than_the_context_window_is_reported_not_truncated():
     assert f"{len(services)} services need" in message and "context window of 120 tokens" in message
     assert "prompt tokens" in message and info.value.hint and info.value.exit_code == 1
     assert engine.batches == []
+
+
+def test_a_failed_catalogue_call_is_an_error_not_a_miss():
+    services = list(sample_services().values())
+    method = FullCatalogue(services, ScriptedEngine(lambda request: "not a number"), LlmSearchConfig())
+    answer = method.search_batch([SearchRequest("q")])[0]
+    assert answer.ids == [] and answer.error is not None and "selection calls failed" in answer.error
+    method, _, _, _ = _full({})
+    assert method.search_batch([SearchRequest("q")])[0].error is None   # NONE is a valid answer

@@ -1,10 +1,41 @@
-"""Reciprocal rank fusion against hand-computed scores."""
+"""Reciprocal rank fusion against hand-computed scores, and the search path's numpy fusion against it."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+import numpy as np
 import pytest
 
-from a2x_local.search.hybrid import reciprocal_rank_fusion
+from a2x_local.search.hybrid import fuse_rows
+
+Item = TypeVar("Item", bound=Hashable)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Item]], k: float = 60.0,
+                           weights: Sequence[float] | None = None) -> list[tuple[Item, float]]:
+    """The plain-Python definition fuse_rows implements (with weights): items by fused score ``sum(w / (k + rank))``
+    (rank 1 = best), best first.
+
+    Ties keep the order in which items were first met (the first ranking first), so results are deterministic.
+    An item missing from a ranking gets nothing from it.
+    """
+    if k <= 0:
+        raise ValueError("the fusion constant k must be positive")
+    if weights is not None and len(weights) != len(rankings):
+        raise ValueError("one weight per ranking")
+    scores: dict[Item, float] = {}
+    for index, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[index]
+        seen: set[Item] = set()
+        for rank, item in enumerate(ranking, start=1):
+            if item in seen:  # a duplicate in one ranking must not count twice
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    order = {item: position for position, item in enumerate(scores)}
+    return sorted(scores.items(), key=lambda pair: (-pair[1], order[pair[0]]))
 
 
 def test_fusion_scores_and_order() -> None:
@@ -37,10 +68,6 @@ def test_duplicates_weights_and_bad_arguments() -> None:
 
 
 def test_numpy_fusion_matches_the_reference() -> None:
-    import numpy as np
-
-    from a2x_local.search.hybrid import fuse_rows
-
     rng = np.random.default_rng(7)
     for _ in range(50):
         size = int(rng.integers(1, 40))

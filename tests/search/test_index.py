@@ -12,7 +12,7 @@ from a2x_local.errors import UserError
 from a2x_local.registry import Registry, Service
 from a2x_local.search.config import RetrievalConfig
 from a2x_local.search.corpus import EMBEDDING_SETTING, embedding_model, ensure_bm25, ensure_dense, load_corpus
-from a2x_local.search.index import IndexStore, index_root
+from a2x_local.search.index import META, IndexStore, index_root
 
 NEW = Service("parking", "generic", "findParking", "Find a free parking space near an address.")
 
@@ -68,7 +68,6 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
         store.load_or_build("bm25", {"v": 1}, ["a"], "c0ffee", broken, lambda folder: folder)
     assert list(store.root.iterdir()) == []
-    assert store.listing() == []
 
 
 def test_an_incomplete_folder_is_rebuilt(tmp_path: Path) -> None:
@@ -79,7 +78,8 @@ def test_an_incomplete_folder_is_rebuilt(tmp_path: Path) -> None:
     built: list[Path] = []
     _, info = store.load_or_build("bm25", {"v": 1}, ["a"], "c0ffee", built.append, lambda f: f)
     assert info.built and len(built) == 1 and not (folder / "junk").exists()
-    assert [entry["services"] for entry in store.listing()] == [1]
+    complete = [json.loads(meta.read_text())["services"] for meta in store.root.glob(f"*/{META}")]
+    assert complete == [1]   # one complete index folder: the rebuilt one
 
 
 def test_dense_index_follows_the_registry_setting(db_path: Path) -> None:
@@ -107,3 +107,15 @@ def test_empty_registry_is_a_clear_error(tmp_path: Path, home: Path) -> None:
     with pytest.raises(UserError, match="the registry is empty") as err:
         load_corpus(tmp_path / "empty.duckdb")
     assert "ingest" in err.value.hint
+
+
+def test_a_corpus_computes_texts_and_their_hash_once_per_text_option(db_path: Path) -> None:
+    corpus = load_corpus(db_path)
+    config = RetrievalConfig()
+    options = config.text_options()
+    assert corpus.texts(options) is corpus.texts(options)
+    assert corpus.texts(RetrievalConfig(text="description").text_options()) != corpus.texts(options)
+    _, dense = ensure_dense(corpus, config)[1:]
+    _, bm25 = ensure_bm25(corpus, config)
+    # Both indexes are named by the one content hash of (id, text) the corpus computed.
+    assert dense.path.name.endswith(corpus.content(options)) and bm25.path.name.endswith(corpus.content(options))

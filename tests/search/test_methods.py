@@ -96,7 +96,7 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
             return [SearchAnswer(r.query, [], ranked=False, calls=1) for r in requests]
 
     spec = MethodSpec("echo", "test method", EchoOptions, lambda s, db, opts, progress: Echo(opts.model),
-                      ranked=False, modes=("get_all",))
+                      modes=("get_all",))
     register_method(spec)
     try:
         assert "echo" in method_names()
@@ -120,3 +120,12 @@ LAZY_SPEC = MethodSpec("lazy-echo", "lazily imported", BaseModel, lambda *a: Non
 def test_empty_registry(tmp_path: Path, settings: Settings) -> None:
     with pytest.raises(UserError, match="registry is empty"):
         make_method("bm25", settings, tmp_path / "empty.duckdb")
+
+
+@pytest.mark.parametrize("name", ["bm25", "hybrid"])
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_query_is_refused_by_the_retrievers_too(settings: Settings, name: str, query: str) -> None:
+    method = make_method(name, settings)
+    with pytest.raises(UserError, match=r"the query is empty \(query 2 of 2\)") as err:
+        method.search_batch([SearchRequest("weather in Rome"), SearchRequest(query)])
+    assert err.value.code == "EmptyQuery"

@@ -56,3 +56,12 @@ def test_a_large_top_k_is_split_by_the_group_cap():
     answer = method.search_batch([SearchRequest("q")])[0]
     assert sorted(answer.ids) == sorted([ids[0], ids[-1]])
     assert engine.batches == [2] and answer.rounds == 1 and answer.candidates_shown == len(ids)
+
+
+def test_a_failed_selection_is_an_error_and_nothing_retrieved_is_not():
+    retriever = _Ranking({"q": ["w1", "w2"]})
+    method = RetrieveSelect(list(sample_services().values()), retriever, ScriptedEngine(lambda r: "not a number"),
+                            LlmSearchConfig())
+    failed, empty = method.search_batch([SearchRequest("q"), SearchRequest("nothing")])
+    assert failed.ids == [] and failed.error is not None and "selection calls failed" in failed.error
+    assert empty.calls == 0 and empty.error is None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.db import connect
-from a2x_local.llm import Request, ScriptedEngine
+from a2x_local.llm import Request
 from a2x_local.registry.store import Registry
 from a2x_local.registry.types import Service
 from a2x_local.taxonomy.config import BuildConfig
@@ -65,9 +65,3 @@ class Recorder:
 
     def of(self, step: str) -> list[Request]:
         return [r for r in self.requests if r.context.get("step") == step]
-
-
-def scripted(rule: Callable[[Request], str], **kwargs) -> ScriptedEngine:
-    return ScriptedEngine(rule, **kwargs)
-
-

@@ -6,21 +6,11 @@ import json
 from collections.abc import Sequence
 
 from a2x_local.llm import Request
-from a2x_local.taxonomy.scripted_policy import category_text
+from a2x_local.taxonomy.scripted_policy import categories_json, category_text
 
 
 def domain_of(service_id: str) -> str:
     return service_id.rsplit("_", 1)[0]
-
-
-def categories_json(names: Sequence[str], sources: Sequence[int] | None = None) -> str:
-    items = []
-    for i, name in enumerate(names):
-        item = {"source": sources[i]} if sources is not None else {}
-        item.update(category_text(name))
-        item["keywords"] = [name]
-        items.append(item)
-    return json.dumps({"categories": items})
 
 
 class DomainRule:

@@ -8,6 +8,7 @@ import pytest
 
 from a2x_local.llm import ScriptedEngine
 from a2x_local.taxonomy.builder import BuildAborted, Builder
+from a2x_local.taxonomy.report import build_report
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import child_id
@@ -39,15 +40,19 @@ def test_every_service_is_reachable_from_the_root(word_build):
 
 
 def test_tree_shape_respects_the_thresholds(word_build):
-    state, _engine, _recorder, config, _services = word_build
+    state, engine, _recorder, config, _services = word_build
     tree = state.tree()
     assert tree.stats().depth == config.max_depth       # deep enough to exercise every level
     for node in tree.walk():
         assert len(node.children) <= config.max_children
         if node.is_leaf and node.depth < config.max_depth:
             assert len(node.services) <= config.leaf_max_services, node.id
+    # The report lists exactly the leaves over the limit (all at depth D, by the loop above), largest first.
     oversized = [n for n in tree.leaves() if len(n.services) > config.leaf_max_services]
-    assert all(n.depth == config.max_depth for n in oversized)
+    listed = build_report(state, tree, config, engine.usage)["leaves_over_limit"]
+    assert sorted((e["node"], e["depth"], e["services"]) for e in listed) == sorted(
+        (n.id, n.depth, len(n.services)) for n in oversized)
+    assert [e["services"] for e in listed] == sorted((e["services"] for e in listed), reverse=True)
     stats = tree.stats()
     assert stats.leaf_size_max == max(len(n.services) for n in tree.leaves())
     assert len(tree.nodes[stats.largest_leaf].services) == stats.leaf_size_max
@@ -65,14 +70,15 @@ def test_ids_come_from_code_and_are_unique(word_build):
 
 
 def test_one_engine_call_per_step_per_level(word_build):
-    state, engine, _recorder, _config, _services = word_build
+    state, engine, _recorder, config, _services = word_build
     # Every engine round is one generate call over all nodes of the level (no retries were needed here).
     assert engine.usage.rounds == len(engine.batches) == len(state.rounds)
     per_level: dict[tuple[int, str], int] = {}
     for entry in state.rounds:
         per_level[(entry["level"], entry["step"])] = per_level.get((entry["level"], entry["step"]), 0) + 1
     for (level, step), count in per_level.items():
-        limit = {"assign": 3, "refine": 2, "validate": 2, "redesign": 2}.get(step, 1)
+        limit = {"assign": config.refine_passes, "refine": config.refine_passes - 1,
+                 "validate": config.root_validation_rounds, "redesign": config.root_validation_rounds}.get(step, 1)
         assert count <= limit, (level, step, count)
     designs = [e for e in state.rounds if e["step"] == "design"]
     assert any(e["requests"] > 1 for e in designs)   # several nodes designed in one round
