@@ -1,7 +1,9 @@
-"""One settings object for every stage: configs/default.toml, then user files, then environment, then flags.
+"""One settings object for every stage: the packaged defaults, then user files, then environment, then flags.
 
-Stages keep their own typed config models and read their section from here, so this module never needs to know
-what a build or a search is.
+The defaults ship inside the package (`a2x_local/defaults/default.toml`, read with importlib.resources), so an
+installed copy has them wherever it lives, and each default is written there once: the stages' typed tables
+(`SectionConfig` subclasses) declare types and bounds, never values. Stages read their own table through their
+model, so this module never needs to know what a build or a search is.
 """
 
 from __future__ import annotations
@@ -11,21 +13,16 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from a2x_local.errors import UserError
 
-ConfigModel = TypeVar("ConfigModel", bound=BaseModel)
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def config_dir() -> Path:
-    """Folder holding default.toml and models.toml ($A2X_CONFIG_DIR, else the project's configs/)."""
-    return Path(os.environ.get("A2X_CONFIG_DIR") or PROJECT_ROOT / "configs")
+DEFAULTS_PACKAGE = "a2x_local.defaults"
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -36,6 +33,23 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: configuration file not found") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from exc
+
+
+@cache
+def _packaged(name: str) -> dict[str, Any]:
+    return tomllib.loads((resources.files(DEFAULTS_PACKAGE) / name).read_text(encoding="utf-8"))
+
+
+def packaged_file(name: str) -> dict[str, Any]:
+    """A TOML file shipped in `a2x_local/defaults/` (`default.toml`, `models.toml`), as a fresh copy."""
+    return copy.deepcopy(_packaged(name))
+
+
+def packaged_defaults() -> dict[str, Any]:
+    """Every default of every stage: the packaged default.toml."""
+    return packaged_file("default.toml")
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,7 +79,7 @@ class Settings:
     @property
     def lock_timeout_s(self) -> float:
         """Seconds to wait for another process that holds the database ([registry] lock_timeout_s)."""
-        return float(self.config.get("registry", {}).get("lock_timeout_s", 30))
+        return float(self.config["registry"]["lock_timeout_s"])
 
     def with_overrides(self, section: str, **values: Any) -> Settings:
         """The same settings with some keys of one table replaced; ``None`` values are ignored."""
@@ -74,11 +88,17 @@ class Settings:
         return Settings(self.home, self.db_path, self.models_dir, config)
 
 
+def home_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """$A2X_HOME, else ~/.a2x-local: where the user's config.toml, registry and logs live."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("A2X_HOME") or Path.home() / ".a2x-local").expanduser().resolve()
+
+
 def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings for this process; ``db`` is the value of a `--db` flag, if any."""
     env = os.environ if environ is None else environ
-    config = read_toml(config_dir() / "default.toml")
-    home = Path(env.get("A2X_HOME") or Path.home() / ".a2x-local").expanduser().resolve()
+    config = packaged_defaults()
+    home = home_dir(env)
     user_file = home / "config.toml"
     if user_file.is_file():
         config = deep_merge(config, read_toml(user_file))
@@ -90,10 +110,9 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
     db_path = Path(db_value).expanduser()
     if not db_path.is_absolute():
         db_path = (Path.cwd() if (db or env.get("A2X_DB")) else home) / db_path
-    models_value = env.get("A2X_MODELS_DIR") or paths.get("models_dir")
-    models_dir = Path(models_value).expanduser() if models_value else PROJECT_ROOT / "models"
+    models_dir = Path(env.get("A2X_MODELS_DIR") or paths["models_dir"]).expanduser()
     if not models_dir.is_absolute():
-        models_dir = PROJECT_ROOT / models_dir
+        models_dir = (Path.cwd() if env.get("A2X_MODELS_DIR") else home) / models_dir
     return Settings(home=home, db_path=db_path.resolve(), models_dir=models_dir.resolve(), config=config)
 
 
@@ -102,16 +121,40 @@ def validation_problems(exc: ValidationError, root: str = "value") -> str:
     return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or root}: {err['msg']}" for err in exc.errors())
 
 
-def section_config(settings: Settings, name: str, model: type[ConfigModel], **overrides: Any) -> ConfigModel:
-    """One configuration table as a stage's typed model, with flag ``overrides`` (None = not given).
+def _table(config: Mapping[str, Any], dotted: str) -> dict[str, Any]:
+    table: Any = config
+    for part in dotted.split("."):
+        table = table.get(part, {}) if isinstance(table, Mapping) else {}
+    return copy.deepcopy(dict(table)) if isinstance(table, Mapping) else {}
 
-    Every stage loads its table this way, so a bad key or value is one clear error naming the table.
+
+class SectionConfig(BaseModel):
+    """A stage's typed configuration table. Subclasses name their ``section`` ("build", "engine.openai") and
+    declare types and bounds only: every default value lives once, in the packaged default.toml (a field that may
+    be absent defaults to None and is documented there as a comment). Unknown keys are refused.
     """
-    values = settings.section(name)
-    values.update({key: value for key, value in overrides.items() if value is not None})
-    try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        raise UserError(f"invalid [{name}] configuration: {validation_problems(exc, name)}",
-                        hint=f"check the [{name}] table of configs/default.toml, your config.toml and the flags"
-                        ) from exc
+
+    model_config = ConfigDict(extra="forbid")
+    section: ClassVar[str]
+
+    @classmethod
+    def load(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
+        """The table of ``config`` (merged configuration tables) with ``overrides`` (None = not given)."""
+        values = deep_merge(_table(config, cls.section),
+                            {key: value for key, value in overrides.items() if value is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise UserError(f"invalid [{cls.section}] configuration: {validation_problems(exc, cls.section)}",
+                            hint=f"check the [{cls.section}] table of your config.toml (or $A2X_CONFIG) and the "
+                            "flags; `docs/configuration.md` lists every key") from exc
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> Self:
+        """This table as the settings resolve it (defaults, user files, environment), with flag ``overrides``."""
+        return cls.load(settings.config, **overrides)
+
+    @classmethod
+    def defaults(cls, **overrides: Any) -> Self:
+        """The packaged defaults of this table, with ``overrides``: for library callers and tests."""
+        return cls.load(_packaged("default.toml"), **overrides)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-DEFAULT_SERVICES = ROOT.parent / "shared" / "data" / "toolret" / "services.json"
+DEFAULT_SERVICES = ROOT / "data" / "toolret" / "services.json"
 MAX_ROUNDS = 30
 MAX_PROMPT_TOKENS = 3_000_000
 
@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from a2x_local.db import connect
-    from a2x_local.llm import ScriptedEngine
+    from a2x_local.llm.scripted import ScriptedEngine
     from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings

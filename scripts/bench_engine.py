@@ -114,18 +114,18 @@ def make(name: str, model_dir: Path, largest: int):
     if name == "vllm":
         from a2x_local.llm.vllm_engine import VllmEngine
 
-        return VllmEngine(model_dir, EngineConfig(dtype="float32", max_model_len=2048, enforce_eager=True,
+        return VllmEngine(model_dir, EngineConfig.defaults(dtype="float32", max_model_len=2048, enforce_eager=True,
                                                   cpu_kvcache_space_gb=1)), None
     if name == "transformers":
         from a2x_local.llm.transformers_engine import TransformersEngine
 
-        config = EngineConfig(name="transformers", dtype="float32", max_model_len=2048,
-                              transformers=TransformersConfig(batch_size=largest))
+        config = EngineConfig.defaults(name="transformers", dtype="float32", max_model_len=2048,
+                              transformers=TransformersConfig.defaults(batch_size=largest))
         return TransformersEngine(model_dir, config), None
     from a2x_local.llm.openai_engine import OpenAIEngine
 
     process, url = start_server(model_dir)
-    return OpenAIEngine(OpenAIConfig(base_url=url, concurrency=64, timeout_s=300)), process
+    return OpenAIEngine(OpenAIConfig.defaults(base_url=url, concurrency=64, timeout_s=300)), process
 
 
 def main() -> None:

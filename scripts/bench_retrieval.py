@@ -6,7 +6,7 @@ torch and FAISS on --threads threads (two cores: the CI machine). Target: hybrid
 cpu_p50_ms is the process CPU time per query: with --threads 1 it is what the query costs on an idle core, a number
 that other work on a shared machine does not inflate (wall-clock latency there can be several times higher).
 
-    .venv/bin/python scripts/bench_retrieval.py [--data ../shared/data/toolret] [--queries 300] [--threads 2]
+    .venv/bin/python scripts/bench_retrieval.py [--data data/toolret] [--queries 300] [--threads 2]
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from a2x_local.db import connect
 from a2x_local.evaluation.metrics import percentile
 from a2x_local.evaluation.queries import load_queries
 from a2x_local.registry.ingest import ingest
-from a2x_local.search.config import retrieval_config
-from a2x_local.search.corpus import ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.methods import make_method
+from a2x_local.search.retrieval.config import retrieval_config
+from a2x_local.search.retrieval.corpus import ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "toolret"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 
 
 def main() -> None:

@@ -25,14 +25,14 @@ from a2x_local.evaluation.harness import Evaluation, EvaluationConfig, registry_
 from a2x_local.evaluation.metrics import mean, percentile
 from a2x_local.evaluation.queries import load_queries
 from a2x_local.evaluation.runner import plan_run
-from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request, Result
 from a2x_local.registry import Registry, Service
 from a2x_local.registry.ingest import ingest
-from a2x_local.search.a2x import A2XSearch
-from a2x_local.search.baselines import FullCatalogue
-from a2x_local.search.llm_config import llm_search_config
-from a2x_local.search.positions import NONE
+from a2x_local.search.llm.a2x import A2XSearch
+from a2x_local.search.llm.baselines import FullCatalogue
+from a2x_local.search.llm.config import llm_search_config
+from a2x_local.search.llm.positions import NONE
 from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy.config import build_config
@@ -40,7 +40,7 @@ from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.types import Tree
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "toolret"
+DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 TARGET_PROMPT_TOKENS = 3500
 TARGET_OVERHEAD_MS = 5.0
 
@@ -140,7 +140,7 @@ def main() -> None:
 
         # The evaluation harness batches the queries and scores each answer against its query (by id).
         registry = registry_info(db)
-        evaluation_config = EvaluationConfig(batch_size=args.batch_size)
+        evaluation_config = EvaluationConfig.defaults(batch_size=args.batch_size)
         plan = plan_run(method="a2x", options={}, mode=args.mode, k=10, queries_file=args.queries,
                         registry=registry, config=evaluation_config, out=Path(tmp) / "run")
         evaluation = Evaluation(plan.out_dir, plan.spec, registry, evaluation_config)

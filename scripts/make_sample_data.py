@@ -1,4 +1,4 @@
-"""Regenerate the sample registry in data/sample/ from ../shared/data (deterministic; see data/README.md).
+"""Regenerate the sample registry in data/sample/ from the full copies in data/ (deterministic; see data/README.md).
 
 The sample mixes every input format the demo and the fast tests exercise: an A2X service list of ToolRet tools
 (chosen so that a set of real benchmark queries can be answered from it), MCP tools/list files, MCP registry
@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "data"
+SOURCE = ROOT / "data"
 OUT = ROOT / "data" / "sample"
 QUERIES = 60          # ToolRet dev queries whose correct tools are all in the sample
 EXTRA_TOOLS = 110     # further ToolRet tools, as distractors
@@ -36,9 +36,9 @@ def _family(service_id: str) -> str:
 
 def main() -> None:
     rng = random.Random(20261130)
-    services = json.loads((SHARED / "toolret" / "services.json").read_text())
+    services = json.loads((SOURCE / "toolret" / "services.json").read_text())
     by_id = {s["id"]: s for s in services}
-    queries = json.loads((SHARED / "toolret" / "queries_dev.json").read_text())
+    queries = json.loads((SOURCE / "toolret" / "queries_dev.json").read_text())
     rng.shuffle(queries)
     chosen_queries = [q for q in queries if all(t["id"] in by_id for t in q["correct_tools"])][:QUERIES]
     tool_ids = sorted({t["id"] for q in chosen_queries for t in q["correct_tools"]})
@@ -64,7 +64,7 @@ def main() -> None:
                           "inputSchema": {"type": "object", "properties": properties, "required": required}})
         _write(OUT / "mcp_tools" / f"{family}.json", {"server": family, "tools": tools})
 
-    servers = json.loads((SHARED / "publicmcp" / "services.json").read_text())
+    servers = json.loads((SOURCE / "publicmcp" / "services.json").read_text())
     documents = []
     for entry in rng.sample(servers, MCP_SERVERS):
         url = entry.get("metadata", {}).get("url", "")
@@ -77,7 +77,7 @@ def main() -> None:
         documents.append({"server": document, "_meta": {"sample": {"from": entry["id"]}}})
     _write(OUT / "mcp_servers.json", {"servers": documents})
 
-    agents = json.loads((SHARED / "a2a" / "agents.json").read_text())
+    agents = json.loads((SOURCE / "a2a" / "agents.json").read_text())
     for agent in agents:
         card = agent["metadata"]
         if not card.get("name"):
@@ -85,7 +85,7 @@ def main() -> None:
         slug = re.sub(r"[^a-z0-9]+", "-", card["name"].lower()).strip("-")
         _write(OUT / "agents" / f"{slug}.json", card)
 
-    skill_dirs = sorted(p for p in (SHARED / "skills").iterdir() if (p / "SKILL.md").is_file())
+    skill_dirs = sorted(p for p in (SOURCE / "skills").iterdir() if (p / "SKILL.md").is_file())
     for skill_dir in rng.sample(skill_dirs, SKILLS):
         target = OUT / "skills" / skill_dir.name
         target.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,7 @@ def vllm_engine(tiny_model_dir: Path) -> Iterator:
     from a2x_local.llm.vllm_engine import VllmEngine
     from tests.support.forcing import ForceTokens
 
-    config = EngineConfig(dtype="float32", max_model_len=TINY_MAX_MODEL_LEN, enforce_eager=True,
+    config = EngineConfig.defaults(dtype="float32", max_model_len=TINY_MAX_MODEL_LEN, enforce_eager=True,
                           cpu_kvcache_space_gb=1, multiprocessing=False, seed=0)
     engine = VllmEngine(tiny_model_dir, config, model_label="tiny-qwen2",
                         llm_kwargs={"logits_processors": [ForceTokens]})

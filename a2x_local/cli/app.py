@@ -8,6 +8,10 @@ from typing import Annotated
 import typer
 
 from a2x_local import __version__
+from a2x_local.llm import send_startup_output_to
+from a2x_local.settings import home_dir
+
+ENGINE_LOG = "logs/engine.log"
 
 app = typer.Typer(
     name="a2x-local",
@@ -30,10 +34,13 @@ def _version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     db: Annotated[Path | None, typer.Option("--db", help="Registry database for every sub-command.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show engine start-up output (vLLM, torch) "
+                                          f"here instead of in $A2X_HOME/{ENGINE_LOG}.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    ctx.obj = {"db": db}
+    ctx.obj = {"db": db, "verbose": verbose}
+    send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)
 
 
 def _register() -> None:

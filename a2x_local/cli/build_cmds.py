@@ -10,24 +10,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, err_console, print_json, settings_for, want_progress
-from a2x_local.cli.engine_options import (
-    BaseUrlOption,
-    DtypeOption,
-    EngineOption,
-    GpuMemoryOption,
-    MaxModelLenOption,
-    ModelOption,
-    QuantizationOption,
-    StructuredBackendOption,
-    TensorParallelOption,
-    engine_from_options,
+from a2x_local.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    print_json,
+    settings_for,
+    want_progress,
+    with_engine_options,
 )
-from a2x_local.llm.accounting import Usage
-from a2x_local.llm.types import Result
-from a2x_local.taxonomy.config import build_config
-from a2x_local.taxonomy.report import summary_rows
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.llm import EngineOptions, Result, Usage, make_engine
+from a2x_local.taxonomy import build_config, run_build, summary_rows
 
 _T = "Build thresholds (default: the \\[build] table of the config)"
 
@@ -60,17 +54,9 @@ class _ProgressObserver:
 
 
 @app.command("build")
+@with_engine_options
 def build_command(
     ctx: typer.Context,
-    model: ModelOption = None,
-    engine: EngineOption = None,
-    base_url: BaseUrlOption = None,
-    max_model_len: MaxModelLenOption = None,
-    dtype: DtypeOption = None,
-    gpu_memory_utilization: GpuMemoryOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
-    quantization: QuantizationOption = None,
-    structured_backend: StructuredBackendOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished build from its last "
                                          "checkpoint (same model and settings).")] = False,
     leaf_size: Annotated[int | None, typer.Option("--leaf-size", min=1, rich_help_panel=_T,
@@ -91,6 +77,7 @@ def build_command(
                                                       rich_help_panel=_T, help="Vocabulary merging.")] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     """Build the category tree of the registry with a local model; it becomes active when it completes.
 
@@ -104,14 +91,10 @@ def build_command(
     config = build_config(settings, leaf_max_services=leaf_size, max_depth=max_depth, max_children=max_children,
                           keyword_path_min_services=keyword_threshold, refine_passes=refine_passes,
                           cross_domain=cross_domain, keyword_merge=keyword_merge)
-    label = model or str(settings.section("engine").get("model", "")) or "(default)"
+    label = engine_options.model or str(settings.section("engine")["model"])
 
     def load():
-        return engine_from_options(settings, model=model, engine=engine, base_url=base_url,
-                                   max_model_len=max_model_len, dtype=dtype,
-                                   gpu_memory_utilization=gpu_memory_utilization,
-                                   tensor_parallel_size=tensor_parallel_size, quantization=quantization,
-                                   structured_backend=structured_backend)
+        return make_engine(settings, engine_options)
 
     timeout = settings.lock_timeout_s
     if want_progress(json_output):

@@ -1,19 +1,30 @@
-"""Options, output helpers and database access shared by every command."""
+"""What every command shares: the database and output options, option bundles declared once, progress bars.
+
+An option bundle is a set of flags declared here once and added to any command by a decorator; the command receives
+them as one value (`EngineOptions`, `MethodChoice`), so no command lists them again or passes them on by name.
+Short flags have one meaning everywhere: -m --method, -k --k, -q --queries, -f --format, -o --option, -d --depth.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import duckdb
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from a2x_local.db import connect
+from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions
+from a2x_local.search import ProgressFactory, method_names, method_spec, parse_option_pairs
 from a2x_local.settings import Settings, load_settings
 
 console = Console()
@@ -52,3 +63,135 @@ def print_json(data: Any) -> None:
 def want_progress(json_output: bool) -> bool:
     """Progress bars only for people: not in --json mode and not when stderr is not a terminal."""
     return not json_output and err_console.is_terminal
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator[ProgressFactory | None]:
+    """A rich progress display on stderr handing out one bar per long step; None when output is for scripts."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+
+        def bar(label: str, total: int) -> Callable[[int], None]:
+            task = progress.add_task(label, total=total)
+            return lambda n: progress.advance(task, n)
+
+        yield bar
+
+
+def option_bundle(target: str, flags: dict[str, Any], build: Callable[..., Any], *,
+                  exclude: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding ``flags`` (name -> Annotated type, each defaulting to None) to a command; the command gets
+    ``build(**values)`` as its parameter ``target`` instead. Typer reads the command's signature, so the wrapper
+    presents the original parameters plus the flags, with their annotations already evaluated."""
+    chosen = {name: annotation for name, annotation in flags.items() if name not in exclude}
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command, eval_str=True)
+        kept = [p for p in signature.parameters.values() if p.name != target]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+                 for name, annotation in chosen.items()]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name, None) for name in chosen}
+            kwargs[target] = build(**values)
+            return command(*args, **kwargs)
+
+        parameters = sorted(kept, key=lambda p: p.kind == inspect.Parameter.KEYWORD_ONLY) + added
+        wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return wrapper
+
+    return decorate
+
+
+_ENGINE_PANEL = "Model and engine"
+ENGINE_FLAGS: dict[str, Any] = {
+    "model": Annotated[str | None, typer.Option(
+        "--model", metavar="ALIAS|PATH", rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Model alias (see `a2x-local models list`) or a model folder; default: `model` in \\[engine].")],
+    "engine": Annotated[str | None, typer.Option(
+        "--engine", metavar="|".join(ENGINE_NAMES), rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="vllm (offline batching), transformers (no vLLM needed) or openai (a server at --base-url); "
+             "default: `name` in \\[engine].")],
+    "base_url": Annotated[str | None, typer.Option(
+        "--base-url", metavar="URL", rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="OpenAI-compatible server for --engine openai, e.g. http://127.0.0.1:8000/v1.")],
+    "max_model_len": Annotated[int | None, typer.Option(
+        "--max-model-len", min=16, rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Context window in tokens (prompt + answer); smaller needs less memory.")],
+    "dtype": Annotated[str | None, typer.Option(
+        "--dtype", metavar="auto|bfloat16|float16|float32", rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Number format of the weights (float32 on CPUs without bfloat16 support).")],
+    "gpu_memory_utilization": Annotated[float | None, typer.Option(
+        "--gpu-memory-utilization", min=0.05, max=1.0, rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Share of each GPU's memory vLLM may use.")],
+    "tensor_parallel_size": Annotated[int | None, typer.Option(
+        "--tensor-parallel-size", min=1, rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Split the model across this many GPUs.")],
+    "quantization": Annotated[str | None, typer.Option(
+        "--quantization", metavar="METHOD", rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="vLLM quantization method (awq, gptq, fp8, ...).")],
+    "structured_backend": Annotated[str | None, typer.Option(
+        "--structured-backend", metavar="|".join(STRUCTURED_BACKENDS), rich_help_panel=_ENGINE_PANEL,
+        show_default=False,
+        help="Structured-output backend; guidance (default) is the one measured to produce valid multi-item answers.")],
+}
+
+
+def with_engine_options(command: Callable[..., Any] | None = None, *,
+                        exclude: tuple[str, ...] = ()) -> Any:
+    """Give a command the model/engine flags; it receives them as ``engine_options: EngineOptions``."""
+    decorate = option_bundle("engine_options", ENGINE_FLAGS, EngineOptions.of, exclude=exclude)
+    return decorate(command) if command is not None else decorate
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """The search method a command runs, its mode, and its own options (from -o pairs and the flags below)."""
+
+    name: str
+    mode: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, method: str | None = None, mode: str | None = None, embedding_model: str | None = None,
+           text: str | None = None, option: list[str] | None = None) -> MethodChoice:
+        name = method or "hybrid"
+        spec = method_spec(name)
+        if mode is not None and mode not in spec.modes:
+            accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
+            raise typer.BadParameter(f"method '{name}' accepts: {accepted}", param_hint="--mode")
+        options: dict[str, Any] = parse_option_pairs(option or [])
+        options.update({key: value for key, value in (("embedding_model", embedding_model), ("text", text))
+                        if value is not None})
+        return cls(name, mode, options)
+
+    def with_engine(self, engine_options: EngineOptions) -> dict[str, Any]:
+        """The method's options plus the engine flags that were given (LLM methods take them as options)."""
+        return {**self.options, **engine_options.model_dump(exclude_none=True)}
+
+
+_METHOD_PANEL = "Search method"
+METHOD_FLAGS: dict[str, Any] = {
+    "method": Annotated[str | None, typer.Option(
+        "--method", "-m", rich_help_panel=_METHOD_PANEL, show_default=False,
+        help=f"Search method: {' | '.join(method_names())} (default: hybrid).")],
+    "mode": Annotated[str | None, typer.Option(
+        "--mode", rich_help_panel=_METHOD_PANEL, show_default=False,
+        help="Selection mode of LLM methods: get_all | get_important | get_one.")],
+    "embedding_model": Annotated[str | None, typer.Option(
+        "--embedding-model", rich_help_panel=_METHOD_PANEL, show_default=False,
+        help="Embedding model of dense and hybrid (default: the registry's setting).")],
+    "text": Annotated[str | None, typer.Option(
+        "--text", rich_help_panel=_METHOD_PANEL, show_default=False,
+        help="Indexed text: name_description | description.")],
+    "option": Annotated[list[str] | None, typer.Option(
+        "--option", "-o", rich_help_panel=_METHOD_PANEL, show_default=False,
+        help="Any other method option, KEY=VALUE (repeatable), e.g. -o rrf_k=30.")],
+}
+
+with_method_options = option_bundle("method", METHOD_FLAGS, MethodChoice.of)

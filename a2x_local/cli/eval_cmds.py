@@ -9,39 +9,39 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, print_json, settings_for, want_progress
-from a2x_local.cli.engine_options import (
-    BaseUrlOption,
-    DtypeOption,
-    EngineOption,
-    GpuMemoryOption,
-    MaxModelLenOption,
-    QuantizationOption,
-    StructuredBackendOption,
-    TensorParallelOption,
+from a2x_local.cli.common import (
+    DbOption,
+    JsonOption,
+    MethodChoice,
+    console,
+    print_json,
+    progress_bars,
+    settings_for,
+    want_progress,
+    with_engine_options,
+    with_method_options,
 )
-from a2x_local.cli.index_cmds import progress_bars
-from a2x_local.cli.search_cmds import (
-    EmbeddingOption,
-    MethodOption,
-    ModelOption,
-    ModeOption,
-    OptionPairs,
-    TextOption,
-    check_mode,
-    method_options,
+from a2x_local.evaluation import (
+    COMPARE_COLUMNS,
+    check_plots,
+    compare_row,
+    compare_runs,
+    describe_method,
+    evaluation_config,
+    load_queries,
+    pct,
+    plan_run,
+    registry_info,
+    run_evaluation,
 )
-from a2x_local.evaluation.harness import evaluation_config, registry_info
-from a2x_local.evaluation.queries import load_queries
-from a2x_local.evaluation.report import COMPARE_COLUMNS, compare_row, pct
-from a2x_local.evaluation.runner import compare_runs, describe_method, plan_run, run_evaluation
-from a2x_local.search.methods import make_method
+from a2x_local.llm import EngineOptions
+from a2x_local.search import make_method
 
 eval_app = typer.Typer(
     invoke_without_command=True, no_args_is_help=False,
     help="Score a search method on a query file (writes results.jsonl, summary.json, report.md and a plot into a "
     "run folder; rerunning resumes it); `eval compare RUN_DIR...` puts runs side by side.\n\n"
-    "Example: a2x-local eval --queries ../shared/data/toolret/queries_dev.json --method hybrid --k 10")
+    "Example: a2x-local eval --queries data/toolret/queries_dev.json --method hybrid --k 10")
 app.add_typer(eval_app, name="eval")
 
 COMPACT_COLUMNS = ("run", "k", "hit", "recall", "hit@10", "hit@50", "MRR", "tokens/q", "p50 ms")
@@ -51,12 +51,16 @@ def _usage(message: str, hint: str) -> typer.BadParameter:
     return typer.BadParameter(message, param_hint=hint)
 
 
+PlotsOption = Annotated[bool, typer.Option("--plots/--no-plots", help="Draw PNG plots (needs the [plots] extra).")]
+
+
 @eval_app.callback()
+@with_method_options
+@with_engine_options
 def eval_command(
     ctx: typer.Context,
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Benchmark file: JSON list (or JSONL) "
                                                  "of {id, query, correct_tools: [{id}]}.")] = None,
-    method: MethodOption = "hybrid",
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Answer size of ranked methods.")] = 10,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N queries.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: runs/<queries>-<method>-<hash>;"
@@ -65,44 +69,35 @@ def eval_command(
     batch_size: Annotated[int | None, typer.Option(min=1, help="Queries per search_batch call.")] = None,
     missing: Annotated[str | None, typer.Option("--missing-tools", help="Correct services absent from the "
                                                 "registry: exclude (default) | strict (count as misses).")] = None,
-    mode: ModeOption = None,
-    model: ModelOption = None,
-    embedding_model: EmbeddingOption = None,
-    text: TextOption = None,
-    option: OptionPairs = None,
-    engine: EngineOption = None,
-    base_url: BaseUrlOption = None,
-    max_model_len: MaxModelLenOption = None,
-    dtype: DtypeOption = None,
-    gpu_memory_utilization: GpuMemoryOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
-    quantization: QuantizationOption = None,
-    structured_backend: StructuredBackendOption = None,
+    plots: PlotsOption = True,
     db: DbOption = None,
     json_output: JsonOption = False,
+    method: MethodChoice = None,  # type: ignore[assignment]  (filled by with_method_options)
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     """Run a method over a query file; writes results.jsonl, summary.json, report.md and a plot.
 
-    Example: a2x-local eval --queries ../shared/data/toolret/queries_dev.json --method hybrid --k 10
+    Example: a2x-local eval --queries data/toolret/queries_dev.json --method hybrid --k 10
     """
     if ctx.invoked_subcommand is not None:
         return
     if queries is None:
         raise _usage("--queries FILE is required (or use `a2x-local eval compare RUN...`)", "--queries")
-    check_mode(method, mode)
+    if plots:
+        check_plots()
     settings = settings_for(ctx, db)
     config = evaluation_config(settings, batch_size=batch_size, missing_tools=missing)
     query_list = load_queries(queries)
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
-    options = method_options(ctx, option)  # --model, --engine, ... (METHOD_FLAGS) are read from ctx.params
+    options = method.with_engine(engine_options)
     with progress_bars(want_progress(json_output)) as bars:
-        searcher = make_method(method, settings, settings.db_path, progress=bars, **options)
-        plan = plan_run(method=method, options=options, mode=mode, k=k, queries_file=queries, registry=registry,
-                        config=config, out=out, method_info=describe_method(searcher, method))
+        searcher = make_method(method.name, settings, settings.db_path, progress=bars, **options)
+        plan = plan_run(method=method.name, options=options, mode=method.mode, k=k, queries_file=queries,
+                        registry=registry, config=config, out=out, method_info=describe_method(searcher, method.name))
         total = min(limit, len(query_list)) if limit else len(query_list)
-        advance = bars(f"{method} on {Path(queries).name}", total) if bars else None
+        advance = bars(f"{method.name} on {Path(queries).name}", total) if bars else None
         summary = run_evaluation(searcher, query_list, plan, registry, config, limit=limit, fresh=fresh,
-                                 progress=advance)
+                                 progress=advance, plots=plots)
     if json_output:
         print_json(summary)
         return
@@ -138,13 +133,16 @@ def compare_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run folders written by `a2x-local eval`.",
                                                    metavar="RUN_DIR...", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", help="Also write compare.md and the plots here.")] = None,
+    plots: PlotsOption = True,
     json_output: JsonOption = False,
 ) -> None:
     """Put finished runs side by side; with --out, also hit/recall versus k and tokens versus hit plots.
 
     Example: a2x-local eval compare runs/queries_dev-dense-* runs/queries_dev-hybrid-* --out runs/compare
     """
-    summaries, files = compare_runs(run_dirs, out)
+    if out is not None and plots:
+        check_plots()
+    summaries, files = compare_runs(run_dirs, out, plots=plots)
     rows = [compare_row(summary) for summary in summaries]
     if json_output:
         print_json({"runs": rows, "files": [str(f) for f in files]})

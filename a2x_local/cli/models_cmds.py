@@ -10,11 +10,18 @@ from rich import box
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import JsonOption, console, print_json, settings_for
-from a2x_local.cli.engine_options import DtypeOption, MaxModelLenOption, TensorParallelOption
+from a2x_local.cli.common import JsonOption, console, print_json, settings_for, with_engine_options
 from a2x_local.errors import UserError
-from a2x_local.llm.model_check import ModelCheck
-from a2x_local.llm.models import alias_path, load_aliases, models_file
+from a2x_local.llm import (
+    ALIASES_FILE,
+    EngineOptions,
+    ModelCheck,
+    alias_path,
+    build_tiny_model,
+    check_ref,
+    engine_settings,
+    load_aliases,
+)
 
 models_app = typer.Typer(help="Local models: what is configured, what is present, what is missing.",
                          no_args_is_help=True)
@@ -23,7 +30,7 @@ app.add_typer(models_app, name="models")
 
 @models_app.command("list")
 def list_command(ctx: typer.Context, json_output: JsonOption = False) -> None:
-    """List the model aliases of configs/models.toml and whether their folders are present.
+    """List the model aliases (packaged and your own) and whether their folders are present.
 
     Example: a2x-local models list --json
     """
@@ -36,9 +43,9 @@ def list_command(ctx: typer.Context, json_output: JsonOption = False) -> None:
                      "tensor_parallel_size": entry.tensor_parallel_size, "quantization": entry.quantization,
                      "gpu_memory_gb": entry.gpu_memory_gb, "description": entry.description})
     if json_output:
-        print_json({"models_dir": str(settings.models_dir), "aliases_file": str(models_file()), "models": rows})
+        print_json({"models_dir": str(settings.models_dir), "aliases_file": ALIASES_FILE, "models": rows})
         return
-    table = Table(title=f"Model aliases ({models_file()})", box=box.SIMPLE_HEAD)
+    table = Table(title=f"Model aliases ({ALIASES_FILE} and your config)", box=box.SIMPLE_HEAD)
     for column in ("alias", "present", "dtype", "context", "GPUs", "GPU GB"):
         table.add_column(column, justify="right" if column in ("context", "GPUs", "GPU GB") else "left",
                          no_wrap=True, overflow="ellipsis")
@@ -53,13 +60,12 @@ def list_command(ctx: typer.Context, json_output: JsonOption = False) -> None:
 
 
 @models_app.command("check")
+@with_engine_options(exclude=("model",))
 def check_command(
     ctx: typer.Context,
     model: Annotated[str, typer.Argument(metavar="ALIAS|PATH", help="Model alias or folder.")],
-    max_model_len: MaxModelLenOption = None,
-    dtype: DtypeOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
     json_output: JsonOption = False,
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     """Check that a model's files are present and loadable (config, tokenizer, weights) and estimate its GPU memory.
 
@@ -67,11 +73,8 @@ def check_command(
 
     Example: a2x-local models check qwen2.5-7b --max-model-len 16384
     """
-    from a2x_local.llm.factory import check_ref, engine_settings
-
     settings = settings_for(ctx)
-    ref, config = engine_settings(settings, model, must_exist=False, max_model_len=max_model_len, dtype=dtype,
-                                  tensor_parallel_size=tensor_parallel_size)
+    ref, config = engine_settings(settings, engine_options.model_copy(update={"model": model}), must_exist=False)
     result = check_ref(ref, config)
     if json_output:
         print_json(result.to_dict())
@@ -121,8 +124,6 @@ def make_tiny_command(
 
     Example: a2x-local models make-tiny /tmp/tiny && a2x-local models check /tmp/tiny
     """
-    from a2x_local.llm.tiny_model import build_tiny_model
-
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise UserError(f"{path} already exists and is not an empty folder", hint="choose a new folder")
     build_tiny_model(path)

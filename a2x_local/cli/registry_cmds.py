@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -12,9 +11,7 @@ from rich.table import Table
 from a2x_local.cli.app import app
 from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for
 from a2x_local.db import transaction
-from a2x_local.registry.formats import FORMATS, Limits
-from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
-from a2x_local.registry.store import Registry
+from a2x_local.registry import FORMATS, ConflictError, IngestReport, Limits, Registry, RegistryConfig, ingest
 
 services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
 app.add_typer(services_app, name="services")
@@ -55,13 +52,10 @@ def ingest_command(
 ) -> None:
     """Load services from files or folders into the registry, all or nothing.
 
-    Example: a2x-local ingest data/sample ../shared/data/toolret/services.json --json
+    Example: a2x-local ingest data/sample data/toolret/services.json --json
     """
     settings = settings_for(ctx, db)
-    section = settings.section("registry")
-    limits = Limits(**{key: section[key] for key in ("max_description_chars", "max_name_chars") if key in section})
-    if max_description_chars is not None:
-        limits = dataclasses.replace(limits, max_description_chars=max_description_chars)
+    limits = Limits.from_config(RegistryConfig.from_settings(settings, max_description_chars=max_description_chars))
     with open_registry_db(settings) as con:
         try:
             report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)

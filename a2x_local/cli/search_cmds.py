@@ -12,58 +12,20 @@ from a2x_local.cli.app import app
 from a2x_local.cli.common import (
     DbOption,
     JsonOption,
+    MethodChoice,
     console,
     open_registry_db,
     print_json,
+    progress_bars,
     settings_for,
     want_progress,
+    with_engine_options,
+    with_method_options,
 )
-from a2x_local.cli.engine_options import (
-    BaseUrlOption,
-    DtypeOption,
-    EngineOption,
-    GpuMemoryOption,
-    MaxModelLenOption,
-    QuantizationOption,
-    StructuredBackendOption,
-    TensorParallelOption,
-)
-from a2x_local.cli.index_cmds import progress_bars
-from a2x_local.evaluation.queries import load_query_texts
+from a2x_local.evaluation import load_query_texts
+from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
-from a2x_local.search.llm_config import ENGINE_KEYS
-from a2x_local.search.methods import make_method, method_names, method_spec, parse_option_pairs
-from a2x_local.search.types import SearchAnswer, SearchRequest, check_queries
-
-MethodOption = Annotated[str, typer.Option("--method", "-m", help=f"Search method: {' | '.join(method_names())}.")]
-ModeOption = Annotated[str | None, typer.Option("--mode", help="Selection mode of LLM methods "
-                                                "(get_all | get_important | get_one).")]
-ModelOption = Annotated[str | None, typer.Option("--model", help="LLM of LLM methods: alias or path.")]
-EmbeddingOption = Annotated[str | None, typer.Option("--embedding-model", help="Embedding model of dense and "
-                                                     "hybrid (default: the registry's setting).")]
-TextOption = Annotated[str | None, typer.Option("--text", help="Indexed text: name_description | description.")]
-OptionPairs = Annotated[list[str] | None, typer.Option("--option", "-o", help="Any other method option, "
-                                                       "KEY=VALUE (repeatable), e.g. -o rrf_k=30.")]
-
-
-# Flags of `search` and `eval` that are method options of the same name (absent ones are left out).
-METHOD_FLAGS = ("model", "embedding_model", "text", "engine", *(key for key in ENGINE_KEYS if key != "model"))
-
-
-def method_options(ctx: typer.Context, pairs: list[str] | None) -> dict[str, Any]:
-    """The method options a command was given: its `-o KEY=VALUE` pairs, then the flags named in METHOD_FLAGS."""
-    options: dict[str, Any] = parse_option_pairs(pairs or [])
-    for key in METHOD_FLAGS:
-        if ctx.params.get(key) is not None:
-            options[key] = ctx.params[key]
-    return options
-
-
-def check_mode(method: str, mode: str | None) -> None:
-    spec = method_spec(method)
-    if mode is not None and mode not in spec.modes:
-        accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
-        raise typer.BadParameter(f"method '{method}' accepts: {accepted}", param_hint="--mode")
+from a2x_local.search import SearchAnswer, SearchRequest, check_queries, make_method
 
 
 def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
@@ -79,30 +41,20 @@ def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
 
 
 @app.command("search")
+@with_method_options
+@with_engine_options
 def search_command(
     ctx: typer.Context,
     query: Annotated[str | None, typer.Argument(help="What the agent needs, in words.", show_default=False)] = None,
-    method: MethodOption = "hybrid",
     k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="Results to return (ranked methods).")] = None,
-    queries: Annotated[Path | None, typer.Option("--queries", help="Search every query of a file instead "
+    queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Search every query of a file instead "
                                                  "(.txt one per line, or JSON/JSONL with a 'query' field).")] = None,
-    mode: ModeOption = None,
-    model: ModelOption = None,
-    embedding_model: EmbeddingOption = None,
-    text: TextOption = None,
-    option: OptionPairs = None,
-    engine: EngineOption = None,
-    base_url: BaseUrlOption = None,
-    max_model_len: MaxModelLenOption = None,
-    dtype: DtypeOption = None,
-    gpu_memory_utilization: GpuMemoryOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
-    quantization: QuantizationOption = None,
-    structured_backend: StructuredBackendOption = None,
     trace: Annotated[bool, typer.Option("--trace", help="LLM methods: print the walk (decisions per node) and "
                                         "each selection call as a tree (--json always includes it).")] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
+    method: MethodChoice = None,  # type: ignore[assignment]  (filled by with_method_options)
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     """Find the services that answer a request.
 
@@ -110,27 +62,26 @@ def search_command(
     """
     if (query is None) == (queries is None):
         raise typer.BadParameter("give either a QUERY or --queries FILE (not both)", param_hint="QUERY")
-    check_mode(method, mode)
     if query is not None:
         check_queries([query])
     texts = [query.strip()] if query is not None else load_query_texts(queries)
     settings = settings_for(ctx, db)
-    options = method_options(ctx, option)  # --model, --engine, ... (METHOD_FLAGS) are read from ctx.params
+    options = method.with_engine(engine_options)
     with progress_bars(want_progress(json_output)) as bars:
-        searcher = make_method(method, settings, settings.db_path, progress=bars, **options)
-    answers = searcher.search_batch([SearchRequest(text_, k=k, mode=mode) for text_ in texts])
+        searcher = make_method(method.name, settings, settings.db_path, progress=bars, **options)
+    answers = searcher.search_batch([SearchRequest(text_, k=k, mode=method.mode) for text_ in texts])
     with open_registry_db(settings) as con:
         services = Registry(con).get_many(hit.service_id for answer in answers for hit in answer.hits)
     names = {service_id: service.name for service_id, service in services.items()}
     results = [_answer_dict(answer, names) for answer in answers]
     if json_output:
-        print_json({"method": method, "options": options, "results": results} if queries else
-                   {"method": method, "options": options, **results[0]})
+        print_json({"method": method.name, "options": options, "results": results} if queries else
+                   {"method": method.name, "options": options, **results[0]})
         return
     for answer, result in zip(answers, results, strict=True):
         _print_answer(answer, result, services)
         if trace:
-            from a2x_local.search.trace_view import trace_tree
+            from a2x_local.cli.trace_view import trace_tree
 
             console.print(trace_tree(answer))
 

@@ -12,12 +12,24 @@ from rich.tree import Tree as RichTree
 from a2x_local.cli.app import app
 from a2x_local.cli.common import DbOption, JsonOption, console, err_console, open_registry_db, print_json, settings_for
 from a2x_local.errors import UserError
-from a2x_local.registry.store import Registry
-from a2x_local.taxonomy import store
-from a2x_local.taxonomy.export import to_dot, to_json
-from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
-from a2x_local.taxonomy.lock import build_running
-from a2x_local.taxonomy.types import Tree
+from a2x_local.registry import Registry
+from a2x_local.taxonomy import (
+    Tree,
+    activate,
+    active_build_id,
+    build_running,
+    delete_build,
+    get_build,
+    import_tree,
+    list_builds,
+    load_active_tree,
+    load_tree,
+    load_usage,
+    read_tree_file,
+    save_import,
+    to_dot,
+    to_json,
+)
 
 tree_app = typer.Typer(help="List, inspect, export, import and switch taxonomy trees.", no_args_is_help=True)
 app.add_typer(tree_app, name="tree")
@@ -26,7 +38,7 @@ TreeIdOption = Annotated[int | None, typer.Option("--id", help="Tree (build) id;
 
 
 def _load(con, build_id: int | None) -> Tree:
-    return store.load_tree(con, build_id) if build_id is not None else store.load_active_tree(con)
+    return load_tree(con, build_id) if build_id is not None else load_active_tree(con)
 
 
 def _stale_note(con, build_id: int | None, fingerprint: str) -> str | None:
@@ -43,7 +55,7 @@ def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOptio
     Example: a2x-local tree list --json
     """
     with open_registry_db(settings_for(ctx, db)) as con:
-        records = store.list_builds(con)
+        records = list_builds(con)
     if json_output:
         print_json([r.to_dict() for r in records])
         return
@@ -124,17 +136,17 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
     Example: a2x-local tree stats --id 3 --json
     """
     with open_registry_db(settings_for(ctx, db)) as con:
-        chosen = build_id if build_id is not None else store.active_build_id(con)
-        record = store.get_build(con, chosen) if chosen is not None else None
+        chosen = build_id if build_id is not None else active_build_id(con)
+        record = get_build(con, chosen) if chosen is not None else None
         stored = record.stats.get("tree") if record is not None else None
         if stored is not None:
             # Builds and imports store the shape; through JSON its depth keys became strings.
             shape = stored | {"branching_by_depth": {int(k): v for k, v in stored["branching_by_depth"].items()}}
         else:   # no shape stored (or nothing active): the tree itself, or the error saying why there is none
             tree = _load(con, build_id)
-            record = store.get_build(con, tree.build_id)
+            record = get_build(con, tree.build_id)
             shape = tree.stats().to_dict()
-        usage = store.load_usage(con, record.id)
+        usage = load_usage(con, record.id)
         note = _stale_note(con, record.id, record.registry_fingerprint)
     data = {"build": record.id, "kind": record.kind, "status": record.status, "model": record.model,
             "tree": shape, "engine_rounds": record.rounds, "wall_seconds": record.wall_seconds,
@@ -166,13 +178,13 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
 def export_command(
     ctx: typer.Context,
     fmt: Annotated[str, typer.Option("--format", "-f", help="json (the import format) or dot (Graphviz).")] = "json",
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file instead of stdout.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file instead of stdout.")] = None,
     build_id: TreeIdOption = None,
     db: DbOption = None,
 ) -> None:
     """Export a tree for other tools; `--format json` is what `tree import` reads back.
 
-    Example: a2x-local tree export --format dot -o tree.dot && dot -Tsvg tree.dot > tree.svg
+    Example: a2x-local tree export --format dot --out tree.dot && dot -Tsvg tree.dot > tree.svg
     """
     if fmt not in ("json", "dot"):
         raise typer.BadParameter(f"unknown format {fmt!r}; use json or dot", param_hint="--format")
@@ -224,7 +236,7 @@ def activate_command(ctx: typer.Context, build_id: Annotated[int, typer.Argument
     Example: a2x-local tree activate 3
     """
     with open_registry_db(settings_for(ctx, db)) as con:
-        store.activate(con, build_id)
+        activate(con, build_id)
     if json_output:
         print_json({"active": build_id})
     else:
@@ -246,10 +258,10 @@ def delete_command(
     """
     settings = settings_for(ctx, db)
     with open_registry_db(settings) as con:
-        record = store.get_build(con, build_id)
+        record = get_build(con, build_id)
         if record.status == "running" and build_running(settings.db_path):
             raise UserError(f"tree {build_id} is being built right now", hint="wait for the build to finish")
-        store.delete_build(con, build_id, force=force)
+        delete_build(con, build_id, force=force)
     if json_output:
         print_json({"deleted": build_id})
     else:

@@ -15,38 +15,38 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.evaluation.metrics import dedupe, score_query
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.summary import ranking_depth, summarize
+from a2x_local.hashing import stable_hash
 from a2x_local.registry import Registry
-from a2x_local.search.index import stable_hash
-from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest
-from a2x_local.settings import Settings, section_config
+from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest
+from a2x_local.settings import SectionConfig, Settings
 
 RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE = "run.json", "results.jsonl", "summary.json", "report.md"
 
 
-class EvaluationConfig(BaseModel):
-    """The `[evaluation]` table; see configs/default.toml."""
+class EvaluationConfig(SectionConfig):
+    """The `[evaluation]` table; the packaged default.toml says what each key means."""
 
-    model_config = ConfigDict(extra="forbid")
+    section: ClassVar[str] = "evaluation"
 
-    batch_size: int = Field(64, ge=1)
-    ks: list[int] = Field(default_factory=lambda: [1, 5, 10, 20, 50])
-    percent_ks: list[float] = Field(default_factory=lambda: [0.01, 0.05, 0.10])
-    missing_tools: Literal["exclude", "strict"] = "exclude"
-    runs_dir: str = "runs"
+    batch_size: int = Field(ge=1)
+    ks: list[int]
+    percent_ks: list[float]
+    missing_tools: Literal["exclude", "strict"]
+    runs_dir: str
 
 
 def evaluation_config(settings: Settings, **overrides: Any) -> EvaluationConfig:
     """The `[evaluation]` table with ``overrides`` (None values ignored)."""
-    return section_config(settings, "evaluation", EvaluationConfig, **overrides)
+    return EvaluationConfig.from_settings(settings, **overrides)
 
 
 @dataclass(frozen=True)

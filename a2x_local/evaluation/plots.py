@@ -1,16 +1,22 @@
-"""PNG plots of runs (matplotlib, Agg backend: no display needed)."""
+"""PNG plots of runs (matplotlib, Agg backend: no display needed), imported only when a plot is drawn."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from a2x_local.extras import require
 
-matplotlib.use("Agg")
+FEATURE = "plots (the [plots] extra; `--no-plots` skips them)"
 
-import matplotlib.pyplot as plt  # the backend is chosen above, before pyplot is imported
+
+@cache
+def _pyplot() -> Any:
+    matplotlib = require("matplotlib", feature=FEATURE)
+    matplotlib.use("Agg")
+    return require("matplotlib.pyplot", feature=FEATURE)  # after the backend is chosen
 
 
 def _curve(summary: dict[str, Any], metric: str) -> tuple[list[int], list[float]]:
@@ -24,7 +30,7 @@ def _finish(ax: Any, title: str, path: Path) -> Path:
     ax.legend(fontsize=8)
     ax.figure.tight_layout()
     ax.figure.savefig(path, dpi=120)
-    plt.close(ax.figure)
+    _pyplot().close(ax.figure)
     return path
 
 
@@ -32,7 +38,7 @@ def plot_run(summary: dict[str, Any], path: Path) -> Path | None:
     """Hit rate and recall versus k for one ranked run (None for an unranked run: there is no curve)."""
     if not summary.get("ranked"):
         return None
-    _, ax = plt.subplots(figsize=(6, 4))
+    _, ax = _pyplot().subplots(figsize=(6, 4))
     for metric in ("hit", "recall"):
         ks, values = _curve(summary, metric)
         ax.plot(ks, values, marker="o", label=metric)
@@ -44,7 +50,7 @@ def plot_run(summary: dict[str, Any], path: Path) -> Path | None:
 
 def plot_versus_k(summaries: Sequence[dict[str, Any]], metric: str, path: Path) -> Path:
     """One line per ranked run; an unranked run is one point at its mean answer size."""
-    _, ax = plt.subplots(figsize=(7, 4.5))
+    _, ax = _pyplot().subplots(figsize=(7, 4.5))
     for summary in summaries:
         if summary.get("ranked"):
             ks, values = _curve(summary, metric)
@@ -61,7 +67,7 @@ def plot_versus_k(summaries: Sequence[dict[str, Any]], metric: str, path: Path) 
 
 def plot_tokens_versus_hit(summaries: Sequence[dict[str, Any]], path: Path) -> Path:
     """Cost against quality: model tokens per query (prompt + completion) versus hit rate, one point per run."""
-    _, ax = plt.subplots(figsize=(7, 4.5))
+    _, ax = _pyplot().subplots(figsize=(7, 4.5))
     for summary in summaries:
         x, y = summary["tokens_per_query"], 100 * summary["hit_rate"]
         ax.scatter([x], [y], s=60, label=summary["label"])

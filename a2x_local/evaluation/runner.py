@@ -18,12 +18,19 @@ from a2x_local.evaluation.harness import (
     RunSpec,
     file_sha256,
 )
+from a2x_local.evaluation.plots import FEATURE as PLOTS_FEATURE
 from a2x_local.evaluation.plots import plot_compare, plot_run
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import load_summary, render_compare, render_report, unique_labels
-from a2x_local.search.types import SearchMethod
+from a2x_local.extras import check
+from a2x_local.search import SearchMethod
 
 RUN_PLOT = "hit_recall_vs_k.png"
+
+
+def check_plots() -> None:
+    """Stop before a run when plots are wanted and matplotlib is missing (the error names the extra)."""
+    check("matplotlib", feature=PLOTS_FEATURE)
 
 
 def describe_method(method: SearchMethod, name: str) -> dict[str, Any]:
@@ -52,8 +59,9 @@ def plan_run(*, method: str, options: dict[str, Any], mode: str | None, k: int, 
 
 def run_evaluation(method: SearchMethod, queries: Sequence[Query], plan: RunPlan, registry: RegistryInfo,
                    config: EvaluationConfig, *, limit: int | None = None, fresh: bool = False,
-                   progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Answer the (first ``limit``) queries not yet done, then write summary.json, report.md and the plot."""
+                   progress: Callable[[int], None] | None = None, plots: bool = True) -> dict[str, Any]:
+    """Answer the (first ``limit``) queries not yet done, then write summary.json, report.md and (``plots``) the
+    plot. Callers check for matplotlib before the run (`plots_available`), so a missing extra costs no work."""
     evaluation = Evaluation(plan.out_dir, plan.spec, registry, config, fresh=fresh)
     selected = list(queries[:limit] if limit else queries)
     already = sum(1 for query in selected if query.id in evaluation.done)
@@ -68,20 +76,26 @@ def run_evaluation(method: SearchMethod, queries: Sequence[Query], plan: RunPlan
     }
     summary = evaluation.summary(records, ranked=ranked, extra=extra)
     out = plan.out_dir
-    plot = plot_run(summary, out / RUN_PLOT)
+    plot = None
+    if plots:
+        plot = plot_run(summary, out / RUN_PLOT)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
     (out / REPORT_FILE).write_text(render_report(summary, plot.name if plot else None), encoding="utf-8")
     return summary
 
 
-def compare_runs(run_dirs: Sequence[Path], out: Path | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
-    """Summaries of finished runs (labels made unique); with ``out``, also compare.md and the three plots."""
+def compare_runs(run_dirs: Sequence[Path], out: Path | None = None, *,
+                 plots: bool = True) -> tuple[list[dict[str, Any]], list[Path]]:
+    """Summaries of finished runs (labels made unique); with ``out``, also compare.md and (``plots``) the plots."""
     summaries = unique_labels([load_summary(Path(run_dir)) for run_dir in run_dirs])
     files: list[Path] = []
     if out is not None:
         out = Path(out)
-        plots = plot_compare(summaries, out)
+        drawn: list[Path] = []
+        if plots:
+            drawn = plot_compare(summaries, out)
         report = out / "compare.md"
-        report.write_text(render_compare(summaries, [p.name for p in plots]), encoding="utf-8")
-        files = [report, *plots]
+        out.mkdir(parents=True, exist_ok=True)
+        report.write_text(render_compare(summaries, [p.name for p in drawn]), encoding="utf-8")
+        files = [report, *drawn]
     return summaries, files

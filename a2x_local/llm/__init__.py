@@ -1,28 +1,51 @@
-"""Local LLM engines behind one batch-first interface with structured outputs and token accounting."""
+"""Local models: LLM engines behind one batch-first interface with structured outputs and token accounting, the
+model aliases and checks, and the embedding models. Everything else in this package is private to it."""
 
-from a2x_local.llm.accounting import CallStats, Usage
+from a2x_local.llm.accounting import Usage
 from a2x_local.llm.base import Engine
-from a2x_local.llm.scripted import ScriptedEngine
-from a2x_local.llm.types import (
-    ChoiceConstraint,
-    Constraint,
-    JsonConstraint,
-    RawOutput,
-    RegexConstraint,
-    Request,
-    Result,
+from a2x_local.llm.config import ENGINE_NAMES, EngineName
+from a2x_local.llm.constraints import STRUCTURED_BACKENDS
+from a2x_local.llm.embedding import (
+    BUILTIN_MINILM,
+    is_builtin_embedding,
+    load_embedding_model,
+    model_signature,
+    resolve_embedding_model,
 )
+from a2x_local.llm.factory import check_ref, engine_settings, make_engine
+from a2x_local.llm.model_check import ModelCheck
+from a2x_local.llm.models import ALIASES_FILE, alias_path, load_aliases
+from a2x_local.llm.options import ENGINE_OPTION_NAMES, EngineOptions
+from a2x_local.llm.startup_log import send_startup_output_to
+from a2x_local.llm.tiny_model import build_tiny_model
+from a2x_local.llm.types import Constraint, JsonConstraint, Message, RegexConstraint, Request, Result
 
 __all__ = [
-    "CallStats",
-    "ChoiceConstraint",
+    "ALIASES_FILE",
+    "BUILTIN_MINILM",
+    "ENGINE_NAMES",
+    "ENGINE_OPTION_NAMES",
+    "STRUCTURED_BACKENDS",
     "Constraint",
     "Engine",
+    "EngineName",
+    "EngineOptions",
     "JsonConstraint",
-    "RawOutput",
+    "Message",
+    "ModelCheck",
     "RegexConstraint",
     "Request",
     "Result",
-    "ScriptedEngine",
     "Usage",
+    "alias_path",
+    "build_tiny_model",
+    "check_ref",
+    "engine_settings",
+    "is_builtin_embedding",
+    "load_aliases",
+    "load_embedding_model",
+    "make_engine",
+    "model_signature",
+    "resolve_embedding_model",
+    "send_startup_output_to",
 ]

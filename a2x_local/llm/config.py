@@ -1,62 +1,62 @@
-"""Typed engine settings: the `[engine]` table of configs/default.toml, a model alias's recommendations, then flags."""
+"""Typed engine settings: the `[engine]` table (defaults, user files), a model alias's recommendations, then flags."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.llm.constraints import DEFAULT_STRUCTURED_BACKEND, StructuredBackend
-from a2x_local.settings import validation_problems
+from a2x_local.llm.constraints import StructuredBackend
+from a2x_local.settings import SectionConfig, validation_problems
 
 EngineName = Literal["vllm", "transformers", "openai"]
 ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
 
 
-class OpenAIConfig(BaseModel):
+class OpenAIConfig(SectionConfig):
     """An OpenAI-compatible server on the local network (`vllm serve`, llama.cpp server)."""
 
-    model_config = ConfigDict(extra="forbid")
+    section: ClassVar[str] = "engine.openai"
 
-    base_url: str = ""
-    api_key: str = "EMPTY"
-    served_model: str = ""
-    concurrency: int = Field(16, ge=1, le=1024)
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(3, ge=0, le=20)
+    base_url: str
+    api_key: str
+    served_model: str
+    concurrency: int = Field(ge=1, le=1024)
+    timeout_s: float = Field(gt=0)
+    max_retries: int = Field(ge=0, le=20)
 
 
-class TransformersConfig(BaseModel):
+class TransformersConfig(SectionConfig):
     """transformers + Outlines, for machines without vLLM."""
 
-    model_config = ConfigDict(extra="forbid")
+    section: ClassVar[str] = "engine.transformers"
 
-    batch_size: int = Field(32, ge=1)
-    device: str = "auto"
+    batch_size: int = Field(ge=1)
+    device: str
 
 
-class EngineConfig(BaseModel):
+class EngineConfig(SectionConfig):
     """Everything an engine needs besides the model path. Field names match the `[engine]` keys."""
 
-    model_config = ConfigDict(extra="forbid")
+    section: ClassVar[str] = "engine"
 
-    name: EngineName = "vllm"
-    model: str = ""
-    dtype: str = "auto"
-    max_model_len: int = Field(8192, ge=16)
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
-    tensor_parallel_size: int = Field(1, ge=1)
-    enable_prefix_caching: bool = True
-    quantization: str = ""
-    structured_backend: StructuredBackend = DEFAULT_STRUCTURED_BACKEND
-    seed: int = 0
-    enforce_eager: bool = False
-    cpu_kvcache_space_gb: int = Field(4, ge=1)
-    multiprocessing: Literal["auto"] | bool = "auto"
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
-    openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
-    transformers: TransformersConfig = Field(default_factory=TransformersConfig)
+    name: EngineName
+    model: str
+    dtype: str
+    max_model_len: int = Field(ge=16)
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    tensor_parallel_size: int = Field(ge=1)
+    enable_prefix_caching: bool
+    quantization: str
+    structured_backend: StructuredBackend
+    seed: int
+    enforce_eager: bool
+    cpu_kvcache_space_gb: int = Field(ge=1)
+    multiprocessing: Literal["auto"] | bool
+    chat_template_kwargs: dict[str, Any]
+    openai: OpenAIConfig
+    transformers: TransformersConfig
 
 
 _NESTED = {"openai": set(OpenAIConfig.model_fields), "transformers": set(TransformersConfig.model_fields)}
@@ -83,4 +83,4 @@ def engine_config(data: dict[str, Any], *, where: str) -> EngineConfig:
         return EngineConfig.model_validate(data)
     except ValidationError as exc:
         raise UserError(f"engine settings ({where}) are invalid: {validation_problems(exc)}",
-                        hint="See the commented [engine] table in configs/default.toml.") from exc
+                        hint="See the [engine] table in docs/configuration.md.") from exc

@@ -19,7 +19,6 @@ from a2x_local.llm.types import ChoiceConstraint, Constraint, JsonConstraint, Re
 # "2,5,7" ("outlines" never emits the comma; "xgrammar" lets JSON run into unbounded whitespace).
 StructuredBackend = Literal["guidance", "xgrammar", "outlines", "auto"]
 STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
-DEFAULT_STRUCTURED_BACKEND = "guidance"
 
 
 def constraint_key(constraint: Constraint) -> tuple[str, str]:

@@ -1,7 +1,7 @@
-"""`make_engine`: from settings, a model alias or path, and flags to a ready engine.
+"""`make_engine`: from settings and `EngineOptions` to a ready engine.
 
-Precedence, lowest first: the `[engine]` table (configs/default.toml, then user config files), the model alias's
-recommendations (configs/models.toml), then keyword overrides (command-line flags). ``None`` overrides are ignored.
+Precedence, lowest first: the `[engine]` table (packaged defaults, then user config files), the model alias's
+recommendations (its `[models.NAME]` table), then the options (command-line flags). Options left None are ignored.
 """
 
 from __future__ import annotations
@@ -13,44 +13,43 @@ from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig, engine_config, nest_overrides
 from a2x_local.llm.model_check import ModelCheck, check_model
 from a2x_local.llm.models import ModelRef, resolve_model
+from a2x_local.llm.options import EngineOptions
 from a2x_local.settings import Settings, deep_merge
 
 
-def engine_settings(settings: Settings, model: str | None = None, engine: str | None = None, *,
-                    must_exist: bool | None = None, **overrides: Any) -> tuple[ModelRef, EngineConfig]:
+def engine_settings(settings: Settings, options: EngineOptions | None = None, *, must_exist: bool | None = None,
+                    **extra: Any) -> tuple[ModelRef, EngineConfig]:
     """The resolved model and the merged, validated engine settings (no model is loaded).
 
+    ``extra``: further `[engine]` / `[engine.openai]` / `[engine.transformers]` keys (``batch_size=4``).
     ``must_exist``: whether a path that is not an alias must exist (default: unless the engine is openai).
     """
+    options = options or EngineOptions()
     base = settings.section("engine")
-    flags = nest_overrides({**overrides, "name": engine})
-    name = flags.get("name") or base.get("name", "vllm")
-    target = model or base.get("model", "")
+    flags = nest_overrides({**options.table_overrides(), **extra, "name": options.engine_name})
+    name = flags.get("name") or base["name"]
     if must_exist is None:
         must_exist = name != "openai"
-    ref = resolve_model(settings, target, must_exist=must_exist)
+    ref = resolve_model(settings, options.model or base["model"], must_exist=must_exist)
     merged = deep_merge(deep_merge(base, ref.settings), flags)
     merged["model"] = ref.label
-    where = f"[engine] + model '{ref.label}' + flags"
-    return ref, engine_config(merged, where=where)
+    return ref, engine_config(merged, where=f"[engine] + model '{ref.label}' + flags")
 
 
-def make_engine(settings: Settings, model: str | None = None, engine: str | None = None,
-                **overrides: Any) -> Engine:
-    """A ready engine. ``model``: an alias from configs/models.toml or a folder (default: `[engine] model`).
+def make_engine(settings: Settings, options: EngineOptions | None = None, **extra: Any) -> Engine:
+    """A ready engine for ``options`` (default: the `[engine]` table's model and engine).
 
-    ``engine``: "vllm" | "transformers" | "openai" (default: `[engine] name`). ``overrides``: any `[engine]` key
-    (``max_model_len=4096``, ``dtype="float32"``) or `[engine.openai]` / `[engine.transformers]` key
-    (``base_url=...``, ``batch_size=...``). The vllm engine is shared: asking again for the same model and settings
-    returns the running one. Missing or incomplete model folders raise `UserError` before anything loads.
+    The vllm engine is shared: asking again for the same model and settings returns the running one. Missing or
+    incomplete model folders raise `UserError` before anything loads; a missing engine library names its extra.
     """
-    ref, config = engine_settings(settings, model, engine, **overrides)
+    ref, config = engine_settings(settings, options, **extra)
     if config.name == "openai":
         from a2x_local.llm.openai_engine import OpenAIEngine
 
         candidates = [ref.requested, ref.alias or "", ref.entry.source if ref.entry else "", str(ref.path),
                       ref.path.name]
-        return OpenAIEngine(config.openai, model=config.openai.served_model, candidates=candidates)
+        return OpenAIEngine(config.openai, model=config.openai.served_model, candidates=candidates,
+                            max_model_len=config.max_model_len)
     _preflight(ref, config)
     if config.name == "transformers":
         from a2x_local.llm.transformers_engine import TransformersEngine

@@ -1,7 +1,8 @@
-"""Model aliases (configs/models.toml) and what `--model ALIAS|PATH` points at. Nothing here ever downloads.
+"""Model aliases and what `--model ALIAS|PATH` points at. Nothing here ever downloads.
 
-Aliases live in configs/models.toml; a user's config.toml may add or adjust them under the same `[models.NAME]`
-tables. Paths are relative to the models folder (`$A2X_MODELS_DIR`, default the project's models/).
+The aliases ship in the package (`a2x_local/defaults/models.toml`); a user's config.toml may add or adjust them
+under the same `[models.NAME]` tables. Paths are relative to the models folder (`$A2X_MODELS_DIR`, default
+`$A2X_HOME/models`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.settings import Settings, config_dir, deep_merge, read_toml, validation_problems
+from a2x_local.settings import Settings, deep_merge, packaged_file, validation_problems
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
@@ -63,22 +64,20 @@ class ModelRef:
         return self.alias or str(self.path)
 
 
-def models_file() -> Path:
-    return config_dir() / "models.toml"
+ALIASES_FILE = "a2x_local/defaults/models.toml"
 
 
 def load_aliases(settings: Settings) -> dict[str, ModelAlias]:
-    """Aliases from configs/models.toml, merged with any `[models.*]` tables of the user's configuration."""
-    path = models_file()
-    raw: dict[str, Any] = read_toml(path).get("models", {}) if path.is_file() else {}
-    raw = deep_merge(raw, settings.section("models"))
+    """The packaged aliases, merged with any `[models.*]` tables of the user's configuration."""
+    raw = deep_merge(packaged_file("models.toml").get("models", {}), settings.section("models"))
     aliases = {}
     for name, table in sorted(raw.items()):
         try:
             aliases[name] = ModelAlias.model_validate(table)
         except ValidationError as exc:
-            raise UserError(f"{path}: model alias '{name}': {validation_problems(exc)}",
-                            hint="Each alias needs a `path`; see the comments at the top of models.toml.") from exc
+            raise UserError(f"model alias '{name}' ([models.\"{name}\"] of your configuration): "
+                            f"{validation_problems(exc)}",
+                            hint=f"Each alias needs a `path`; see the comments at the top of {ALIASES_FILE}.") from exc
     return aliases
 
 
@@ -107,6 +106,6 @@ def resolve_model(settings: Settings, model: str, *, must_exist: bool = True) ->
         return ModelRef(model, candidates[0])
     known = ", ".join(aliases) or "none"
     raise UserError(
-        f"unknown model '{model}': not an alias in {models_file()} and no folder at "
+        f"unknown model '{model}': not a model alias and no folder at "
         f"{' or '.join(str(c) for c in candidates)}",
         hint=f"Known aliases: {known}. Put the model folder there (see models/README.md) or pass its path.")

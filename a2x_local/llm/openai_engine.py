@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from a2x_local.errors import UserError
+from a2x_local.extras import require
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import OpenAIConfig
 from a2x_local.llm.constraints import openai_body
@@ -36,38 +37,54 @@ class OpenAIEngine(Engine):
 
     ``model`` is the name the server knows the model by; when empty the server is asked and must serve exactly
     one model, or one whose name matches one of ``candidates`` (an alias, its source repository, a path).
+    The context window is what the server reports for the model (vLLM lists `max_model_len` on /v1/models), read
+    once before the first request is built; ``max_model_len`` (the `[engine]` setting) stands in when it reports
+    none, so prompts are fit-checked either way.
     """
 
     name = "openai"
 
-    def __init__(self, config: OpenAIConfig, *, model: str = "", candidates: Sequence[str] = ()) -> None:
+    def __init__(self, config: OpenAIConfig, *, model: str = "", candidates: Sequence[str] = (),
+                 max_model_len: int | None = None, http_client: Any = None) -> None:
         super().__init__()
         if not config.base_url:
             raise UserError("the openai engine needs the server's URL",
                             hint="Pass --base-url http://HOST:PORT/v1 or set base_url in [engine.openai].")
-        import openai
+        openai = require("openai", feature="the openai engine")
 
         self.config = config
         self.base_url = normalise_base_url(config.base_url)
         self._model = model
         self._candidates = [c for c in candidates if c]
+        self._fallback_window = max_model_len
         self._context_window: int | None = None
+        self._discovered = False
+        # ``http_client`` (an httpx.Client) lets tests answer through httpx.MockTransport, with no server.
         self._client = openai.OpenAI(base_url=self.base_url, api_key=config.api_key or "EMPTY",
-                                     timeout=config.timeout_s, max_retries=config.max_retries)
+                                     timeout=config.timeout_s, max_retries=config.max_retries,
+                                     http_client=http_client)
 
     @property
     def max_model_len(self) -> int | None:
-        return self._context_window
+        """The served model's context window (asked once), else the configured one."""
+        if not self._discovered:
+            self._discover()
+        return self._context_window or self._fallback_window
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name, "base_url": self.base_url, "model": self._model or None,
                 "concurrency": self.config.concurrency, "timeout_s": self.config.timeout_s,
-                "max_retries": self.config.max_retries, "max_model_len": self._context_window}
+                "max_retries": self.config.max_retries,
+                "max_model_len": self._context_window or self._fallback_window}
 
     def served_model(self) -> str:
         """The model name to send, asking the server once when it was not configured."""
-        if self._model:
-            return self._model
+        if not self._model and not self._discovered:
+            self._discover()
+        return self._model
+
+    def _discover(self) -> None:
+        """Ask the server which models it serves: the name to send (unless configured) and the context window."""
         import openai
 
         try:
@@ -78,16 +95,18 @@ class OpenAIEngine(Engine):
             raise UserError(f"{self.base_url}/models answered HTTP {exc.status_code}: {exc.message}",
                             hint="Is this an OpenAI-compatible server? Check --base-url.") from exc
         names = [m.id for m in served]
-        chosen = next((m for m in served if any(_same_model(m.id, c) for c in self._candidates)), None)
-        if chosen is None and len(served) == 1:
+        wanted = [self._model] if self._model else self._candidates
+        chosen = next((m for m in served if any(_same_model(m.id, c) for c in wanted)), None)
+        if chosen is None and len(served) == 1 and not self._model:
             chosen = served[0]
-        if chosen is None:
+        if chosen is None and not self._model:
             raise UserError(f"{self.base_url} serves {names or 'no models'}; none matches {self._candidates}",
                             hint="Pass the served name with --model, or set served_model in [engine.openai].")
-        self._model = chosen.id
-        window = getattr(chosen, "max_model_len", None) or (chosen.model_extra or {}).get("max_model_len")
-        self._context_window = int(window) if window else None
-        return self._model
+        if chosen is not None:
+            self._model = chosen.id
+            window = getattr(chosen, "max_model_len", None) or (chosen.model_extra or {}).get("max_model_len")
+            self._context_window = int(window) if window else None
+        self._discovered = True
 
     def _down_error(self, exc: Exception) -> UserError:
         return UserError(f"cannot reach the model server at {self.base_url}: {exc}",

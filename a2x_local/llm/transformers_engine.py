@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import UserError
+from a2x_local.extras import check
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import closed_schema, constraint_key, grammar_problem, llguidance_grammar
 from a2x_local.llm.models import force_offline
+from a2x_local.llm.startup_log import engine_startup
 from a2x_local.llm.types import ChoiceConstraint, JsonConstraint, Message, RawOutput, Request
 
 # Outlines backend names for the settings that are not our llguidance default.
@@ -43,6 +45,11 @@ class TransformersEngine(Engine):
         self._load()
 
     def _load(self) -> None:
+        check("transformers", "outlines", "torch", "llguidance", feature="the transformers engine")
+        with engine_startup(f"transformers for {self.model_label}"):
+            self._load_model()
+
+    def _load_model(self) -> None:
         import outlines
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer

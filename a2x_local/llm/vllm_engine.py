@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from a2x_local.errors import UserError
+from a2x_local.extras import check, require
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import grammar_problem, vllm_structured_outputs
 from a2x_local.llm.models import force_offline
+from a2x_local.llm.startup_log import engine_startup
 from a2x_local.llm.types import Message, RawOutput, Request
 
 _MEMORY_WORDS = ("out of memory", "outofmemory", "kv cache", "no available memory", "cache blocks",
@@ -73,6 +75,7 @@ class VllmEngine(Engine):
         if VllmEngine._live is not None:
             raise UserError(f"a vLLM engine for {VllmEngine._live.model_label} is already running in this process",
                             hint="vLLM holds one model per process: close() it first, or reuse it.")
+        check("vllm", "torch", feature="the vllm engine")
         self.model_path = Path(model_path)
         self.config = config
         self.model_label = model_label or str(self.model_path)
@@ -90,7 +93,7 @@ class VllmEngine(Engine):
         return cls(model_path, config, **kwargs)
 
     def _start(self, extra: dict[str, Any]) -> Any:
-        from vllm import LLM
+        LLM = require("vllm", feature="the vllm engine").LLM
 
         config = self.config
         kwargs: dict[str, Any] = {
@@ -106,7 +109,7 @@ class VllmEngine(Engine):
         kwargs.update(extra)
         _shield_llvmlite_from_kernel_scan()
         try:
-            with warnings.catch_warnings():
+            with engine_startup(f"vLLM for {self.model_label}"), warnings.catch_warnings():
                 # vLLM's start-up scan touches deprecated torch attributes; the warnings say nothing to our users.
                 warnings.simplefilter("ignore", FutureWarning)
                 return LLM(**kwargs)

@@ -1,6 +1,10 @@
-"""The service registry: a DuckDB file of services, and ingestion of real description formats into it."""
+"""The service registry: a DuckDB file of services, and ingestion of real description formats into it.
+Everything else in this package is private to it."""
 
-from a2x_local.registry.store import Registry, RegistryStats
-from a2x_local.registry.types import SERVICE_TYPES, Service, content_hash
+from a2x_local.registry.config import RegistryConfig
+from a2x_local.registry.formats import FORMATS, Limits
+from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
+from a2x_local.registry.store import Registry
+from a2x_local.registry.types import Service
 
-__all__ = ["SERVICE_TYPES", "Registry", "RegistryStats", "Service", "content_hash"]
+__all__ = ["FORMATS", "ConflictError", "IngestReport", "Limits", "Registry", "RegistryConfig", "Service", "ingest"]

@@ -1,24 +1,26 @@
-"""Search: every method (retrieval baselines, A2X descent, LLM baselines) behind one batch interface."""
+"""Search: every method (retrieval baselines in `retrieval/`, A2X descent and the LLM baselines in `llm/`) behind
+one batch interface, registered by name. Everything else in this package is private to it."""
 
 from a2x_local.search.methods import (
-    MethodSpec,
+    ProgressFactory,
     make_method,
-    make_retriever,
     method_names,
     method_spec,
-    register_method,
+    parse_option_pairs,
 )
-from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
+from a2x_local.search.retrieval.indexing import IndexReport, build_indexes
+from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
-    "Hit",
-    "MethodSpec",
+    "IndexReport",
+    "ProgressFactory",
     "SearchAnswer",
     "SearchMethod",
     "SearchRequest",
+    "build_indexes",
+    "check_queries",
     "make_method",
-    "make_retriever",
     "method_names",
     "method_spec",
-    "register_method",
+    "parse_option_pairs",
 ]

@@ -1,9 +1,9 @@
 """Every search method by name, so `a2x-local search` and `a2x-local eval` run any of them the same way.
 
 A method is a :class:`MethodSpec`: a name, an options model (pydantic, unknown options rejected), and a factory
-that returns a :class:`~a2x_local.search.types.SearchMethod`. Built-in retrievers are registered below; a stage
-that adds a method (A2X descent, full catalogue, select, ...) adds one line to ``_LAZY`` naming the module attribute
-that holds its spec, and the module is imported only when that method is asked for.
+that returns a :class:`~a2x_local.search.types.SearchMethod`. Built-in methods are listed in ``_LAZY`` by the module
+attribute that holds their spec, and a module is imported only when one of its methods is asked for, so listing
+the methods (`--help`) loads nothing heavy; plug-ins and tests add theirs with `register_method`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.search.config import RetrievalConfig, TextField, retrieval_config
-from a2x_local.search.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
-from a2x_local.search.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, RetrieverMethod
 from a2x_local.search.types import SearchMethod
 from a2x_local.settings import Settings, validation_problems
 
+# progress(label, total) -> advance(n); the CLI passes a rich progress bar, library callers pass nothing.
+ProgressFactory = Callable[[str, int], Callable[[int], None]]
 MethodFactory = Callable[[Settings, Path, Any, "ProgressFactory | None"], SearchMethod]
 
 
@@ -37,73 +36,16 @@ class MethodSpec:
     modes: tuple[str, ...] = ()     # LLM methods: accepted SearchRequest.mode values (empty: none)
 
 
-class RetrieverOptions(BaseModel):
-    """Options of the dense and BM25 retrievers (None = the `[retrieval]` configuration)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    embedding_model: str | None = Field(None, description="sentence-transformers model: built-in name or path")
-    text: TextField | None = Field(None, description="indexed text: name_description | description")
-    params: bool | None = Field(None, description="append parameter names from metadata.inputSchema")
-
-
-class HybridOptions(RetrieverOptions):
-    rrf_k: float | None = Field(None, gt=0, description="reciprocal rank fusion constant")
-    fusion_depth: int | None = Field(None, ge=0, description="results of each ranking fused (0 = all)")
-
-
-def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
-    values = options.model_dump(exclude_none=True)
-    values.pop("embedding_model", None)
-    if "params" in values:
-        values["text_params"] = values.pop("params")
-    return retrieval_config(settings, **values)
-
-
-def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
-           progress: ProgressFactory | None) -> DenseRetriever:
-    config = _config(settings, options)
-    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
-    embedder, index, info = ensure_dense(corpus, config, model=options.embedding_model, progress=progress)
-    return DenseRetriever(corpus, config, embedder, index, info.variant)
-
-
-def _bm25(settings: Settings, db_path: Path, options: RetrieverOptions,
-          progress: ProgressFactory | None) -> Bm25Retriever:
-    config = _config(settings, options)
-    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
-    index, info = ensure_bm25(corpus, config)
-    return Bm25Retriever(corpus, config, index, info.variant)
-
-
-def _hybrid(settings: Settings, db_path: Path, options: HybridOptions,
-            progress: ProgressFactory | None) -> HybridRetriever:
-    config = _config(settings, options)
-    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
-    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
-
-
-def hybrid_retriever(corpus: Corpus, config: RetrievalConfig, *, embedding_model: str | None = None,
-                     progress: ProgressFactory | None = None) -> HybridRetriever:
-    """The hybrid retriever over a corpus already read (its indexes built on the way when missing or stale)."""
-    embedder, dense_index, dense_info = ensure_dense(corpus, config, model=embedding_model, progress=progress)
-    bm25_index, bm25_info = ensure_bm25(corpus, config)
-    dense = DenseRetriever(corpus, config, embedder, dense_index, dense_info.variant)
-    return HybridRetriever(corpus, config, dense, Bm25Retriever(corpus, config, bm25_index, bm25_info.variant))
-
-
-_SPECS: dict[str, MethodSpec] = {
-    "dense": MethodSpec("dense", "embedding similarity (sentence-transformers + FAISS)", RetrieverOptions, _dense),
-    "bm25": MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25),
-    "hybrid": MethodSpec("hybrid", "reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid),
-}
-
 # name -> "module:ATTRIBUTE" of a MethodSpec, imported on first use. Stages add their methods here.
+_SPECS: dict[str, MethodSpec] = {}
 _LAZY: dict[str, str] = {
-    "a2x": "a2x_local.search.llm_methods:A2X_SPEC",
-    "a2x+rescue": "a2x_local.search.llm_methods:RESCUE_SPEC",
-    "full": "a2x_local.search.llm_methods:FULL_SPEC",
-    "select": "a2x_local.search.llm_methods:SELECT_SPEC",
+    "dense": "a2x_local.search.retrieval.methods:DENSE_SPEC",
+    "bm25": "a2x_local.search.retrieval.methods:BM25_SPEC",
+    "hybrid": "a2x_local.search.retrieval.methods:HYBRID_SPEC",
+    "a2x": "a2x_local.search.llm.methods:A2X_SPEC",
+    "a2x+rescue": "a2x_local.search.llm.methods:RESCUE_SPEC",
+    "full": "a2x_local.search.llm.methods:FULL_SPEC",
+    "select": "a2x_local.search.llm.methods:SELECT_SPEC",
 }
 
 
@@ -164,10 +106,10 @@ def make_method(name: str, settings: Settings, db_path: Path | None = None, *,
     return spec.factory(settings, Path(db_path or settings.db_path), typed, progress)
 
 
-def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **options: Any) -> RetrieverMethod:
-    """A ranked retriever (dense | bm25 | hybrid): the pre-filter LLM methods put in front of a model."""
+def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **options: Any) -> Any:
+    """A ranked retriever (dense | bm25 | hybrid): a method that also answers ``retrieve(queries, k)``."""
     method = make_method(name, settings, db_path, **options)
-    if not isinstance(method, RetrieverMethod):
+    if not callable(getattr(method, "retrieve", None)):
         raise UserError(f"method '{name}' is not a retriever", hint="use dense, bm25 or hybrid")
     return method
 

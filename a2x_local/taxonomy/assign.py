@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import RegexConstraint, Request, Result
-from a2x_local.registry.types import Service
+from a2x_local.llm import Engine, RegexConstraint, Request, Result
+from a2x_local.registry import Service
 from a2x_local.taxonomy.calls import Planned, category_block, fit_chunks, fitted_request, numbered, service_line
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import lines_budget, lines_regex, parse_lines, parse_positions, positions_item

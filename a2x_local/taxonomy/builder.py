@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from a2x_local.errors import UserError
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import Request, Result
-from a2x_local.registry.types import Service
+from a2x_local.llm import Engine, Request, Result
+from a2x_local.registry import Service
 from a2x_local.taxonomy import assign, crossdomain, design, keywords, refine
 from a2x_local.taxonomy.calls import Planned
 from a2x_local.taxonomy.config import BuildConfig

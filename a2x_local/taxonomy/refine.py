@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import JsonConstraint, Result
-from a2x_local.registry.types import Service
+from a2x_local.llm import Engine, JsonConstraint, Result
+from a2x_local.registry import Service
 from a2x_local.taxonomy.assign import problems
 from a2x_local.taxonomy.calls import Planned, category_block, fitted_request, service_line
 from a2x_local.taxonomy.config import BuildConfig

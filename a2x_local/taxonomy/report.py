@@ -6,7 +6,7 @@ import json
 import statistics
 from typing import Any
 
-from a2x_local.llm.accounting import Usage
+from a2x_local.llm import Usage
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import Tree

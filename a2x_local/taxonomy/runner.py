@@ -16,10 +16,8 @@ from typing import Any
 
 from a2x_local.db import connect, transaction
 from a2x_local.errors import A2XError, UserError
-from a2x_local.llm.accounting import Usage
-from a2x_local.llm.base import Engine
-from a2x_local.registry.store import Registry
-from a2x_local.registry.types import Service
+from a2x_local.llm import Engine, Usage
+from a2x_local.registry import Registry, Service
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.builder import Builder, RoundObserver
 from a2x_local.taxonomy.config import BuildConfig

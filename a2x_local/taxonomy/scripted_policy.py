@@ -14,8 +14,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from a2x_local.llm.types import Request
-from a2x_local.registry.types import Service
+from a2x_local.llm import Request
+from a2x_local.registry import Service
 from a2x_local.taxonomy.keywords import _stemmer
 
 _STOP_TEXT = """

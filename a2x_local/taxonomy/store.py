@@ -11,7 +11,7 @@ import duckdb
 
 from a2x_local.db import load_temp_table, transaction
 from a2x_local.errors import UserError
-from a2x_local.llm.accounting import Usage
+from a2x_local.llm import Usage
 from a2x_local.taxonomy.types import Tree, TreeNode
 
 

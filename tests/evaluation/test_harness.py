@@ -67,7 +67,7 @@ def _plan(tmp_path: Path, config: EvaluationConfig, *, k: int = 2, name: str = "
 
 
 def _config(**kw) -> EvaluationConfig:
-    return EvaluationConfig(batch_size=kw.pop("batch_size", 2), ks=[1, 2, 3], percent_ks=[0.1], **kw)
+    return EvaluationConfig.defaults(batch_size=kw.pop("batch_size", 2), ks=[1, 2, 3], percent_ks=[0.1], **kw)
 
 
 def test_summary_matches_hand_computation(tmp_path: Path) -> None:
@@ -221,9 +221,9 @@ def test_report_plots_and_compare(tmp_path: Path) -> None:
 
 
 def test_an_llm_query_whose_calls_all_failed_is_counted_as_an_error_and_rerun(tmp_path: Path) -> None:
-    from a2x_local.llm import ScriptedEngine
-    from a2x_local.search.a2x import A2XSearch
-    from a2x_local.search.llm_config import LlmSearchConfig
+    from a2x_local.llm.scripted import ScriptedEngine
+    from a2x_local.search.llm.a2x import A2XSearch
+    from a2x_local.search.llm.config import LlmSearchConfig
     from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
     tree, services = sample_tree(), sample_services()
@@ -231,13 +231,13 @@ def test_an_llm_query_whose_calls_all_failed_is_counted_as_an_error_and_rerun(tm
     queries = [Query("fly", "book a flight", ("f2",)), Query("pay", "pay a bill", ("p1",))]
     config = _config()
     plan = _plan(tmp_path, config, method="a2x")
-    broken = A2XSearch(tree, services, ScriptedEngine(lambda request: "not a number"), LlmSearchConfig())
+    broken = A2XSearch(tree, services, ScriptedEngine(lambda request: "not a number"), LlmSearchConfig.defaults())
     summary = run_evaluation(broken, queries, plan, registry, config)
     assert summary["queries"]["errors"] == 2 and summary["hit_rate"] == 0.0
     records = [json.loads(line) for line in (plan.out_dir / RESULTS_FILE).read_text().splitlines()]
     assert all(record["error"] for record in records)
     oracle = Oracle(tree, {"book a flight": {"f2"}, "pay a bill": {"p1"}})
-    working = A2XSearch(tree, services, ScriptedEngine(oracle), LlmSearchConfig())
+    working = A2XSearch(tree, services, ScriptedEngine(oracle), LlmSearchConfig.defaults())
     summary = run_evaluation(working, queries, plan, registry, config)
     assert {r.context["query"] for r in oracle.seen} == {"book a flight", "pay a bill"}   # both were rerun
     assert summary["queries"]["errors"] == 0 and summary["hit_rate"] == 1.0 and summary["resumed_queries"] == 0

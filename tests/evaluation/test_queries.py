@@ -9,8 +9,7 @@ import pytest
 
 from a2x_local.errors import InputError, UserError
 from a2x_local.evaluation.queries import load_queries, load_query_texts
-
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+from tests.support.paths import TOOLRET
 
 
 def _write(tmp_path: Path, data: object, name: str = "q.json") -> Path:
@@ -32,7 +31,7 @@ def test_benchmark_format_json_and_jsonl(tmp_path: Path) -> None:
 
 
 def test_real_toolret_dev_queries_load() -> None:
-    queries = load_queries(SHARED / "toolret" / "queries_dev.json")
+    queries = load_queries(TOOLRET / "queries_dev.json")
     assert len(queries) == 864
     assert all(q.correct for q in queries)
 

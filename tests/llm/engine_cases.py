@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from a2x_local.llm import ChoiceConstraint, JsonConstraint, RegexConstraint, Request, Result
+from a2x_local.llm import JsonConstraint, RegexConstraint, Request, Result
+from a2x_local.llm.types import ChoiceConstraint
 
 POSITIONS = r"NONE|[1-9][0-9]?(,[1-9][0-9]?){0,9}"
 OPTIONS = ("sales", "sales lead", "support", "NONE")

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from a2x_local.llm import ChoiceConstraint, Engine, JsonConstraint, RawOutput, RegexConstraint, Request, ScriptedEngine
+from a2x_local.llm import Engine, JsonConstraint, RegexConstraint, Request
+from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.llm.types import ChoiceConstraint, RawOutput
 
 
 class Answer(BaseModel):

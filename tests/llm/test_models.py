@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm.factory import engine_settings, make_engine
+from a2x_local.llm import EngineOptions, engine_settings, make_engine
 from a2x_local.llm.models import load_aliases, resolve_model
 from a2x_local.settings import Settings, load_settings
 
@@ -66,51 +66,51 @@ def test_invalid_alias_names_the_file_and_alias(settings: Settings) -> None:
     config = dict(settings.config, models={"broken": {"max_model_len": 4096, "colour": "red"}})
     with pytest.raises(UserError) as caught:
         load_aliases(Settings(settings.home, settings.db_path, settings.models_dir, config))
-    assert "models.toml: model alias 'broken'" in caught.value.message
+    assert "model alias 'broken'" in caught.value.message
     assert "path" in caught.value.message and "colour" in caught.value.message
 
 
 def test_precedence_engine_table_then_alias_then_flags(settings: Settings) -> None:
-    _, config = engine_settings(settings, "qwen3-8b", must_exist=False)
+    _, config = engine_settings(settings, EngineOptions(model="qwen3-8b"), must_exist=False)
     assert config.name == "vllm" and config.max_model_len == 32768 and config.dtype == "bfloat16"
     assert config.chat_template_kwargs == {"enable_thinking": False}
     assert config.enable_prefix_caching is True  # from [engine]
-    _, config = engine_settings(settings, "qwen3-8b", "openai", must_exist=False, max_model_len=4096,
-                                base_url="http://127.0.0.1:9/v1", batch_size=4)
+    options = EngineOptions(model="qwen3-8b", engine="openai", max_model_len=4096, base_url="http://127.0.0.1:9/v1")
+    _, config = engine_settings(settings, options, must_exist=False, batch_size=4)
     assert config.name == "openai" and config.max_model_len == 4096
     assert config.openai.base_url == "http://127.0.0.1:9/v1" and config.transformers.batch_size == 4
 
 
 def test_invalid_flag_value_is_a_user_error(settings: Settings) -> None:
     with pytest.raises(UserError, match="max_model_len"):
-        engine_settings(settings, "qwen2.5-7b", max_model_len=1)
-    with pytest.raises(UserError, match="structured_backend"):
-        engine_settings(settings, "qwen2.5-7b", structured_backend="regexy")
+        EngineOptions.of(model="qwen2.5-7b", max_model_len=1)
+    with pytest.raises(UserError, match="structured-output backend 'regexy'"):
+        EngineOptions.of(model="qwen2.5-7b", structured_backend="regexy")
+    with pytest.raises(UserError, match="max_model_len"):   # a bad value from a config file, not a flag
+        engine_settings(settings, EngineOptions(model="qwen2.5-7b"), max_model_len=1)
 
 
 def test_make_engine_fails_fast_on_a_missing_model(settings: Settings) -> None:
     with pytest.raises(UserError) as caught:
-        make_engine(settings, "qwen2.5-7b", "vllm")
+        make_engine(settings, EngineOptions(model="qwen2.5-7b", engine="vllm"))
     assert "is not usable" in caught.value.message and "does not exist" in caught.value.message
     assert "models check qwen2.5-7b" in caught.value.hint
 
 
 def test_make_engine_openai_needs_a_url_and_contacts_nothing_when_built(settings: Settings) -> None:
     with pytest.raises(UserError, match="needs the server's URL"):
-        make_engine(settings, "qwen2.5-7b", "openai")
-    engine = make_engine(settings, "qwen2.5-7b", "openai", base_url="http://127.0.0.1:9")
+        make_engine(settings, EngineOptions(model="qwen2.5-7b", engine="openai"))
+    engine = make_engine(settings, EngineOptions(model="qwen2.5-7b", engine="openai", base_url="http://127.0.0.1:9"))
     assert engine.name == "openai" and engine.describe()["base_url"] == "http://127.0.0.1:9/v1"
 
 
-def test_cli_engine_options_reject_unknown_names(settings: Settings) -> None:
-    from a2x_local.cli.engine_options import engine_from_options
-
+def test_engine_options_reject_unknown_names(settings: Settings) -> None:
     with pytest.raises(UserError, match="unknown engine"):
-        engine_from_options(settings, model="qwen2.5-7b", engine="llamafile")
+        EngineOptions.of(model="qwen2.5-7b", engine="llamafile")
     with pytest.raises(UserError, match="structured-output backend"):
-        engine_from_options(settings, model="qwen2.5-7b", structured_backend="nope")
+        EngineOptions.of(model="qwen2.5-7b", structured_backend="nope")
     # A --base-url alone means the openai engine.
-    assert engine_from_options(settings, model="x", base_url="http://127.0.0.1:9/v1").name == "openai"
+    assert make_engine(settings, EngineOptions.of(model="x", base_url="http://127.0.0.1:9/v1")).name == "openai"
 
 
 def test_vllm_start_failures_become_user_errors_that_say_what_to_try() -> None:
@@ -119,7 +119,7 @@ def test_vllm_start_failures_become_user_errors_that_say_what_to_try() -> None:
 
     engine = VllmEngine.__new__(VllmEngine)
     engine.model_path, engine.model_label = Path("/m/Qwen2.5-32B-Instruct"), "qwen2.5-32b"
-    engine.config = EngineConfig(max_model_len=32768)
+    engine.config = EngineConfig.defaults(max_model_len=32768)
     oom = engine._start_error(ValueError("To serve at least one request ... larger than the available KV cache "
                                          "memory (3.2 GiB). Try increasing gpu_memory_utilization"))
     assert "ran out of memory" in oom.message and "/m/Qwen2.5-32B-Instruct" in oom.message

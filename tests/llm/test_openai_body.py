@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm import ChoiceConstraint, JsonConstraint, RegexConstraint, Request
+from a2x_local.llm import JsonConstraint, RegexConstraint, Request
 from a2x_local.llm.config import OpenAIConfig
 from a2x_local.llm.openai_engine import OpenAIEngine, _same_model, normalise_base_url
+from a2x_local.llm.types import ChoiceConstraint
 from tests.llm.engine_cases import POSITIONS, Pick
 
 
@@ -20,7 +21,7 @@ def test_base_url_gets_the_v1_path_only_when_it_has_none() -> None:
 
 
 def test_request_body_carries_budget_seed_and_the_constraint() -> None:
-    engine = OpenAIEngine(OpenAIConfig(base_url="http://127.0.0.1:9"), model="tiny")
+    engine = OpenAIEngine(OpenAIConfig.defaults(base_url="http://127.0.0.1:9"), model="tiny")
     messages = [{"role": "user", "content": "pick"}]
     regex = engine._request_body(Request(messages, RegexConstraint(POSITIONS), max_tokens=12, seed=7))
     assert regex == {"model": "tiny", "messages": messages, "max_tokens": 12, "temperature": 0.0, "seed": 7,

@@ -86,7 +86,7 @@ def server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture(scope="module")
 def engine(server: str) -> Iterator[OpenAIEngine]:
-    with OpenAIEngine(OpenAIConfig(base_url=server, concurrency=8, timeout_s=60, max_retries=2)) as engine:
+    with OpenAIEngine(OpenAIConfig.defaults(base_url=server, concurrency=8, timeout_s=60, max_retries=2)) as engine:
         yield engine
 
 
@@ -142,7 +142,7 @@ def test_rejected_requests_fail_alone_with_the_servers_reason(engine) -> None:
 
 
 def test_timeout_is_a_failed_result_not_a_crash(server) -> None:
-    slow = OpenAIEngine(OpenAIConfig(base_url=server, timeout_s=0.2, max_retries=0), model="tiny")
+    slow = OpenAIEngine(OpenAIConfig.defaults(base_url=server, timeout_s=0.2, max_retries=0), model="tiny")
     long_answer = Request(messages(0), RegexConstraint("[a-z]{3000}"), max_tokens=500)
     started = time.monotonic()
     [result] = slow.generate([long_answer])
@@ -152,11 +152,11 @@ def test_timeout_is_a_failed_result_not_a_crash(server) -> None:
 
 def test_server_down_is_a_clear_user_error() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    down = OpenAIEngine(OpenAIConfig(base_url=url, timeout_s=2, max_retries=1))
+    down = OpenAIEngine(OpenAIConfig.defaults(base_url=url, timeout_s=2, max_retries=1))
     with pytest.raises(UserError) as caught:
         down.generate(batch("choice", n=4))
     assert f"cannot reach the model server at {url}" in caught.value.message
     assert "--base-url" in caught.value.hint
-    down_with_name = OpenAIEngine(OpenAIConfig(base_url=url, timeout_s=2, max_retries=0), model="tiny")
+    down_with_name = OpenAIEngine(OpenAIConfig.defaults(base_url=url, timeout_s=2, max_retries=0), model="tiny")
     with pytest.raises(UserError, match="cannot reach"):
         down_with_name.generate(batch("choice", n=40))

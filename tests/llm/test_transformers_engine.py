@@ -24,8 +24,9 @@ pytestmark = pytest.mark.engine
 
 
 def tiny_config(**changes) -> EngineConfig:
-    return EngineConfig(name="transformers", dtype="float32", max_model_len=1024,
-                        transformers=TransformersConfig(batch_size=BATCH, device="cpu")).model_copy(update=changes)
+    backend = TransformersConfig.defaults(batch_size=BATCH, device="cpu")
+    return EngineConfig.defaults(name="transformers", dtype="float32", max_model_len=1024,
+                                 transformers=backend).model_copy(update=changes)
 
 
 @pytest.fixture(scope="module")

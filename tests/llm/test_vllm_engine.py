@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
-
 import pytest
 from transformers import AutoTokenizer
 
@@ -11,7 +9,7 @@ from a2x_local.errors import UserError
 from a2x_local.llm import RegexConstraint, Request
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.vllm_engine import VllmEngine
-from a2x_local.settings import config_dir
+from a2x_local.settings import packaged_defaults
 from tests.llm.engine_cases import (
     BATCH,
     CASES,
@@ -88,9 +86,8 @@ def test_scripted_multi_item_answer_passes_the_constraint_unchanged(vllm_engine,
 
 
 def test_default_backend_is_guidance_everywhere(vllm_engine) -> None:
-    with (config_dir() / "default.toml").open("rb") as handle:
-        assert tomllib.load(handle)["engine"]["structured_backend"] == "guidance"
-    assert EngineConfig().structured_backend == "guidance"
+    assert packaged_defaults()["engine"]["structured_backend"] == "guidance"
+    assert EngineConfig.defaults().structured_backend == "guidance"
     assert vllm_engine.config.structured_backend == "guidance"
     config = vllm_engine._llm.llm_engine.vllm_config.structured_outputs_config
     assert (config.backend, config.disable_any_whitespace, config.disable_additional_properties) == (

@@ -1,16 +1,10 @@
-"""Paths of the registry test data, and a snapshot of everything an ingest could change."""
+"""A snapshot of everything an ingest could change."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
-
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
-
-
 
 
 def snapshot(db_path: Path) -> tuple:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from a2x_local.registry.formats import detect_file, read_path
-from tests.registry.conftest import FIXTURES, SAMPLE, SHARED
+from tests.support.paths import DATA, SAMPLE
+from tests.support.paths import REGISTRY_FIXTURES as FIXTURES
 
 
 def services_of(path: Path, fmt: str = "auto", **kwargs):
@@ -19,16 +20,16 @@ def services_of(path: Path, fmt: str = "auto", **kwargs):
     ("toolret/services.json", 1839), ("publicmcp/services.json", 1387), ("a2a/agents.json", 21),
 ])
 def test_a2x_service_lists(relative: str, expected: int) -> None:
-    services = services_of(SHARED / relative)
+    services = services_of(DATA / relative)
     assert len(services) == expected
-    raw = json.loads((SHARED / relative).read_text())
+    raw = json.loads((DATA / relative).read_text())
     assert [s.id for s in services] == [entry["id"] for entry in raw]
     assert services[0].metadata == raw[0]["metadata"]
 
 
 def test_skills_folder_gives_one_service_per_skill_md() -> None:
-    services = services_of(SHARED / "skills")
-    skill_files = sorted((SHARED / "skills").rglob("SKILL.md"))
+    services = services_of(DATA / "skills")
+    skill_files = sorted((DATA / "skills").rglob("SKILL.md"))
     assert len(services) == len(skill_files) > 0
     pdf = next(s for s in services if s.id == "skill/pdf")
     assert pdf.type == "skill"
@@ -96,8 +97,8 @@ def test_jsonl_and_csv_keep_extra_columns_as_metadata() -> None:
 @pytest.mark.parametrize(("path", "expected"), [
     (FIXTURES / "weather.server.json", "mcp-server"), (FIXTURES / "filesystem.tools.json", "mcp-tools"),
     (FIXTURES / "travel_agent_v1.json", "a2a-card"), (FIXTURES / "services.jsonl", "jsonl"),
-    (FIXTURES / "services.csv", "csv"), (SHARED / "toolret" / "services.json", "a2x"),
-    (SHARED / "skills" / "pdf" / "SKILL.md", "skills"),
+    (FIXTURES / "services.csv", "csv"), (DATA / "toolret" / "services.json", "a2x"),
+    (DATA / "skills" / "pdf" / "SKILL.md", "skills"),
 ])
 def test_auto_detection(path: Path, expected: str) -> None:
     assert detect_file(path) == expected

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.registry.conftest import FIXTURES, SAMPLE, SHARED, snapshot
+from tests.registry.conftest import snapshot
+from tests.support.paths import DATA, SAMPLE
+from tests.support.paths import REGISTRY_FIXTURES as FIXTURES
 
 
 def write_json(path: Path, data: object) -> Path:
@@ -27,11 +29,11 @@ def good_entries() -> list[dict]:
 
 
 def test_all_shared_registries_in_one_database(cli) -> None:
-    result = cli("ingest", SHARED / "toolret" / "services.json", SHARED / "publicmcp" / "services.json",
-                 SHARED / "a2a" / "agents.json", SHARED / "skills", "--json")
+    result = cli("ingest", DATA / "toolret" / "services.json", DATA / "publicmcp" / "services.json",
+                 DATA / "a2a" / "agents.json", DATA / "skills", "--json")
     assert result.code == 0, result.err
     report = result.json()
-    skill_count = len(list((SHARED / "skills").rglob("SKILL.md")))
+    skill_count = len(list((DATA / "skills").rglob("SKILL.md")))
     assert [f["services"] for f in report["files"]] == [1839, 1387, 21, skill_count]
     assert report["registry_services"] == 1839 + 1387 + 21 + skill_count
     stats = cli("stats", "--json").json()
@@ -188,7 +190,7 @@ def test_bad_input_in_other_formats(cli, db_path: Path, tmp_path: Path) -> None:
 
 
 def test_query_file_is_recognised_and_refused(cli) -> None:
-    result = cli("ingest", SHARED / "toolret" / "queries_dev.json")
+    result = cli("ingest", DATA / "toolret" / "queries_dev.json")
     assert result.code == 1 and "benchmark query file" in result.err and "eval --queries" in result.err
 
 

@@ -8,7 +8,7 @@ import duckdb
 
 from a2x_local.db import connect, migrations, schema_version
 from a2x_local.registry import Registry, Service
-from tests.registry.conftest import SAMPLE
+from tests.support.paths import SAMPLE
 
 
 def test_migrations_are_numbered_recorded_and_applied_once(tmp_path) -> None:

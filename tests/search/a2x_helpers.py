@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from a2x_local.llm.types import Request
 from a2x_local.registry.types import Service
-from a2x_local.search.positions import NONE
+from a2x_local.search.llm.positions import NONE
 from a2x_local.taxonomy.types import Tree, TreeNode
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 
-from a2x_local.llm import ScriptedEngine
-from a2x_local.search.descent import Descender
-from a2x_local.search.llm_config import LlmSearchConfig
-from a2x_local.search.rounds import RoundRunner
+from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.search.llm.descent import Descender
+from a2x_local.search.llm.rounds import RoundRunner
 from tests.search.a2x_helpers import Oracle, make_tree, sample_tree
 
 
 def _descend(tree, oracle, queries, config=None):
     engine = ScriptedEngine(oracle)
     runner = RoundRunner(engine, len(queries))
-    walks = Descender(tree, engine, config or LlmSearchConfig()).descend(queries, runner)
+    walks = Descender(tree, engine, config or LlmSearchConfig.defaults()).descend(queries, runner)
     return walks, engine, runner
 
 

@@ -8,28 +8,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
-from a2x_local.cli import build_cmds, engine_options, run
+from a2x_local.cli import run
 from a2x_local.db import connect
 from a2x_local.evaluation.queries import load_queries
-from a2x_local.llm import ScriptedEngine
 from a2x_local.llm.base import Engine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Message, RawOutput, Request
 from a2x_local.registry import Registry, Service
 from a2x_local.registry.ingest import ingest
-from a2x_local.search.baselines import FullCatalogue
-from a2x_local.search.llm_config import LlmSearchConfig
-from a2x_local.search.selection import ContextWindowError
+from a2x_local.search.llm.baselines import FullCatalogue
+from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.search.llm.selection import ContextWindowError
 from a2x_local.search.types import SearchRequest
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.scripted_policy import WordPolicy
+from tests.support.engines import patch_make_engine
+from tests.support.paths import TOOLRET
 
 pytestmark = pytest.mark.engine
 
-TOOLRET = Path(__file__).resolve().parents[3] / "shared" / "data" / "toolret"
+
 QUERIES = TOOLRET / "queries_dev.json"
 METHODS = ("a2x", "full", "select", "a2x+rescue")
 
@@ -83,7 +84,7 @@ def built_db(tmp_path_factory, toolret_services):
         Registry(con).insert(services)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("A2X_HOME", str(db.parent / "home"))
-        patch.setattr(build_cmds, "engine_from_options", lambda settings, **kw: ScriptedEngine(WordPolicy(services)))
+        patch_make_engine(patch, lambda settings, options: ScriptedEngine(WordPolicy(services)))
         code = run(["build", "--model", "scripted", "--leaf-size", "15", "--max-children", "6", "--max-depth", "2",
                     "--keyword-merge", "stem", "--no-cross-domain", "--db", str(db), "--json"])
     assert code == 0
@@ -104,7 +105,7 @@ OPTIONS = {"a2x": ["-o", "max_children_selected=2", "-o", "max_services_selected
 def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, vllm_engine, method, tmp_path,
                                                                    monkeypatch, capsys):
     monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
-    monkeypatch.setattr(engine_options, "engine_from_options", lambda settings, **kw: SharedEngine(vllm_engine))
+    patch_make_engine(monkeypatch, lambda settings, options: SharedEngine(vllm_engine))
     capsys.readouterr()
     code = run(["eval", "--queries", str(QUERIES), "--limit", "50", "--method", method, "--model", "tiny",
                 "--mode", "get_all", *OPTIONS[method], "--out", str(tmp_path / "run"), "--db", str(built_db),
@@ -130,7 +131,7 @@ def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, vll
 
 def test_search_trace_with_the_real_engine(built_db, vllm_engine, monkeypatch, capsys):
     monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
-    monkeypatch.setattr(engine_options, "engine_from_options", lambda settings, **kw: SharedEngine(vllm_engine))
+    patch_make_engine(monkeypatch, lambda settings, options: SharedEngine(vllm_engine))
     capsys.readouterr()
     code = run(["search", "weather forecast for Beijing", "--method", "a2x", "--mode", "get_one", "--model", "tiny",
                 "--db", str(built_db), "--json"])
@@ -146,6 +147,6 @@ def test_search_trace_with_the_real_engine(built_db, vllm_engine, monkeypatch, c
 
 def test_a_catalogue_beyond_the_context_window_is_reported(vllm_engine, toolret_services):
     services = toolret_services
-    method = FullCatalogue(services, SharedEngine(vllm_engine), LlmSearchConfig())
+    method = FullCatalogue(services, SharedEngine(vllm_engine), LlmSearchConfig.defaults())
     with pytest.raises(ContextWindowError, match=f"{len(services):,} services need"):
         method.search_batch([SearchRequest("weather in Paris")])

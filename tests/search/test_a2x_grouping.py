@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from a2x_local.search.grouping import TreeIndex, dedupe, extra_group, merge_small, split, tree_groups
+from a2x_local.search.llm.grouping import TreeIndex, dedupe, extra_group, merge_small, split, tree_groups
 from tests.search.a2x_helpers import make_tree, sample_tree
 
 

@@ -10,10 +10,10 @@ import pytest
 from a2x_local.cli import run
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
-from a2x_local.search.a2x import A2XSearch
-from a2x_local.search.baselines import FullCatalogue, RetrieveSelect
+from a2x_local.search.llm.a2x import A2XSearch
+from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
 from a2x_local.search.methods import MethodSpec, make_method, method_spec, register_method, unregister_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
@@ -38,15 +38,11 @@ def test_the_four_methods_are_registered_with_their_modes():
     assert not any(cls.ranked for cls in (A2XSearch, FullCatalogue, RetrieveSelect))
 
 
-def test_the_engine_keys_are_the_engine_arguments_and_llm_options():
-    import inspect
+def test_every_engine_option_is_an_llm_method_option():
+    from a2x_local.llm import ENGINE_OPTION_NAMES
+    from a2x_local.search.llm.methods import LlmOptions
 
-    from a2x_local.cli.engine_options import engine_from_options
-    from a2x_local.search.llm_config import ENGINE_KEYS
-    from a2x_local.search.llm_methods import LlmOptions
-
-    arguments = set(inspect.signature(engine_from_options).parameters) - {"settings", "engine"}
-    assert set(ENGINE_KEYS) == arguments and set(ENGINE_KEYS) <= set(LlmOptions.model_fields)
+    assert set(ENGINE_OPTION_NAMES) <= set(LlmOptions.model_fields)
 
 
 def test_a2x_searches_the_active_tree_from_the_database(db_path):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm import ScriptedEngine
-from a2x_local.search.a2x import A2XSearch
-from a2x_local.search.llm_config import LlmSearchConfig
+from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.search.llm.a2x import A2XSearch
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import Hit, SearchRequest
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
@@ -19,7 +19,8 @@ def _method(oracle_kwargs=None, config=None, wanted=WANTED, rescue=None):
     tree = sample_tree()
     oracle = Oracle(tree, wanted, **(oracle_kwargs or {}))
     engine = ScriptedEngine(oracle)
-    method = A2XSearch(tree, sample_services(), engine, config or LlmSearchConfig(merge_threshold=0), rescue=rescue)
+    config = config or LlmSearchConfig.defaults(merge_threshold=0)
+    method = A2XSearch(tree, sample_services(), engine, config, rescue=rescue)
     return method, engine, oracle
 
 
@@ -93,7 +94,7 @@ def test_results_are_identical_across_runs():
 
 
 def test_merging_reduces_selection_calls():
-    merged, merged_engine, _ = _method(config=LlmSearchConfig(merge_threshold=30))
+    merged, merged_engine, _ = _method(config=LlmSearchConfig.defaults(merge_threshold=30))
     answer = merged.search("book a flight and check the rain")
     assert [g["key"] for g in answer.trace["selection"]] == ["root"]
     assert answer.ids == ["f2", "w1"]
@@ -101,7 +102,7 @@ def test_merging_reduces_selection_calls():
 
 
 def test_group_cap_splits_selection_prompts():
-    method, engine, _ = _method(config=LlmSearchConfig(merge_threshold=30, group_cap=2))
+    method, engine, _ = _method(config=LlmSearchConfig.defaults(merge_threshold=30, group_cap=2))
     answer = method.search("book a flight and check the rain")
     sizes = [len(g["services"]) for g in answer.trace["selection"]]
     assert max(sizes) <= 2 and sum(sizes) == answer.candidates_shown == 1 + 1 + 3 + 4
@@ -110,7 +111,7 @@ def test_group_cap_splits_selection_prompts():
 
 
 def test_a_prompt_token_budget_halves_groups_until_they_fit():
-    method, engine, oracle = _method(config=LlmSearchConfig(merge_threshold=30, selection_prompt_tokens=150))
+    method, engine, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=30, selection_prompt_tokens=150))
     answer = method.search("book a flight and check the rain")
     selects = [r for r in oracle.seen if r.label == "select"]
     assert len(selects) > 1 and all(engine.count_prompt_tokens(r.messages) <= 150 for r in selects)
@@ -188,7 +189,7 @@ def test_a_tree_naming_services_the_registry_lacks_is_rejected():
     services = sample_services()
     del services["w1"]
     with pytest.raises(ValueError, match="w1"):
-        A2XSearch(tree, services, ScriptedEngine(lambda r: "NONE"), LlmSearchConfig())
+        A2XSearch(tree, services, ScriptedEngine(lambda r: "NONE"), LlmSearchConfig.defaults())
 
 
 def test_a_one_node_tree_goes_straight_to_selection():
@@ -196,7 +197,7 @@ def test_a_one_node_tree_goes_straight_to_selection():
 
     tree = make_tree({"root": ("All", ["w1", "w2", "p1"])})
     engine = ScriptedEngine(Oracle(tree, {"q": {"p1"}}))
-    method = A2XSearch(tree, sample_services(), engine, LlmSearchConfig())
+    method = A2XSearch(tree, sample_services(), engine, LlmSearchConfig.defaults())
     answer = method.search("q")
     assert answer.ids == ["p1"] and answer.rounds == 1 and answer.trace["decisions"] == []
     assert engine.batches == [1]
@@ -208,7 +209,8 @@ def _garbage(request):
 
 
 def test_a_query_whose_model_calls_all_failed_carries_an_error():
-    method = A2XSearch(sample_tree(), sample_services(), ScriptedEngine(_garbage), LlmSearchConfig(merge_threshold=0))
+    method = A2XSearch(sample_tree(), sample_services(), ScriptedEngine(_garbage),
+                       LlmSearchConfig.defaults(merge_threshold=0))
     answer = method.search("book a flight")
     # The root's failed answer falls back into Finance, whose answer fails too; g1 (the root's own) is offered
     # and that selection call fails as well.
@@ -218,7 +220,7 @@ def test_a_query_whose_model_calls_all_failed_carries_an_error():
     from tests.search.a2x_helpers import make_tree
 
     bare = make_tree({"root": ("All", []), "root/1": ("A", []), "root/1/1": ("B", ["w1"]), "root/2": ("C", ["w2"])})
-    answer = A2XSearch(bare, sample_services(), ScriptedEngine(_garbage), LlmSearchConfig()).search("q")
+    answer = A2XSearch(bare, sample_services(), ScriptedEngine(_garbage), LlmSearchConfig.defaults()).search("q")
     assert answer.ids == [] and answer.error is not None and "descent calls failed" in answer.error
 
 
@@ -232,7 +234,8 @@ def test_valid_answers_are_no_error_even_when_empty_or_partly_failed():
     def weather_fails(request):
         return _garbage(request) if request.context.get("group") == "root/2" else oracle(request)
 
-    method = A2XSearch(tree, sample_services(), ScriptedEngine(weather_fails), LlmSearchConfig(merge_threshold=0))
+    method = A2XSearch(tree, sample_services(), ScriptedEngine(weather_fails),
+                       LlmSearchConfig.defaults(merge_threshold=0))
     answer = method.search("book a flight and check the rain")
     failed = [g for g in answer.trace["selection"] if g["error"]]
     assert [g["key"] for g in failed] == ["root/2"]

@@ -9,10 +9,10 @@ import pytest
 
 from a2x_local.cli import run
 from a2x_local.db import connect
+from a2x_local.llm import resolve_embedding_model as resolve_model
 from a2x_local.registry import Registry
-from a2x_local.search.config import retrieval_config
-from a2x_local.search.corpus import EMBEDDING_SETTING
-from a2x_local.search.dense import resolve_model
+from a2x_local.search.retrieval.config import retrieval_config
+from a2x_local.search.retrieval.corpus import EMBEDDING_SETTING
 from a2x_local.settings import load_settings
 
 

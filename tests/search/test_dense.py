@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.search.config import RetrievalConfig, TextOptions
-from a2x_local.search.dense import BUILTIN_MINILM, DenseIndex, Embedder, model_signature, resolve_model
-from a2x_local.search.text import service_texts
+from a2x_local.llm import BUILTIN_MINILM, model_signature
+from a2x_local.llm import resolve_embedding_model as resolve_model
+from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
+from a2x_local.search.retrieval.dense import DenseIndex, Embedder
+from a2x_local.search.retrieval.text import service_texts
 from tests.search.registry_fixture import SERVICES
 
 IDS = [s.id for s in SERVICES]
@@ -19,7 +21,7 @@ IDS = [s.id for s in SERVICES]
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    return Embedder(BUILTIN_MINILM, RetrievalConfig())
+    return Embedder(BUILTIN_MINILM, RetrievalConfig.defaults())
 
 
 @pytest.fixture(scope="module")
@@ -55,20 +57,20 @@ def test_vectors_are_normalised(embedder: Embedder, vectors: np.ndarray) -> None
 
 def test_progress_is_reported_per_chunk(embedder: Embedder) -> None:
     seen: list[int] = []
-    config = RetrievalConfig(embed_batch_size=1)   # chunks of 8 texts
+    config = RetrievalConfig.defaults(embed_batch_size=1)   # chunks of 8 texts
     out = Embedder(BUILTIN_MINILM, config).encode_passages(["a text"] * 10, progress=seen.append)
     assert seen == [8, 2] and out.shape == (10, 384)
 
 
 def test_query_prefix_is_applied(embedder: Embedder) -> None:
-    prefixed = Embedder(BUILTIN_MINILM, RetrievalConfig(query_prefix="query: "))
+    prefixed = Embedder(BUILTIN_MINILM, RetrievalConfig.defaults(query_prefix="query: "))
     plain = embedder.encode_queries(["weather"])
     assert not np.allclose(prefixed.encode_queries(["weather"]), plain)
     assert np.allclose(embedder.encode_queries(["query: weather"]), prefixed.encode_queries(["weather"]), atol=1e-6)
 
 
 def test_flat_index_ranks_the_obvious_service_first(embedder: Embedder, vectors: np.ndarray) -> None:
-    index = DenseIndex.build(vectors, IDS, RetrievalConfig())
+    index = DenseIndex.build(vectors, IDS, RetrievalConfig.defaults())
     assert index.kind == "IndexFlatIP"
     queries = ["will it rain in Berlin tomorrow", "how many euros is 100 dollars", "I need a room for two nights"]
     scores, rows = index.search(embedder.encode_queries(queries), 3)
@@ -79,10 +81,10 @@ def test_flat_index_ranks_the_obvious_service_first(embedder: Embedder, vectors:
 
 
 def test_approximate_index_above_the_threshold(embedder: Embedder, vectors: np.ndarray, tmp_path: Path) -> None:
-    config = RetrievalConfig(approximate_above=5)
+    config = RetrievalConfig.defaults(approximate_above=5)
     index = DenseIndex.build(vectors, IDS, config)
     assert index.kind == "IndexHNSWFlat"
-    exact = DenseIndex.build(vectors, IDS, RetrievalConfig())
+    exact = DenseIndex.build(vectors, IDS, RetrievalConfig.defaults())
     queries = embedder.encode_queries(["send a message by mail", "latest headlines", "translate to French"])
     assert (index.search(queries, 1)[1] == exact.search(queries, 1)[1]).all()
     index.save(tmp_path)

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from a2x_local.llm import ScriptedEngine
-from a2x_local.search.baselines import FullCatalogue
-from a2x_local.search.llm_config import LlmSearchConfig
-from a2x_local.search.selection import ContextWindowError
+from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.search.llm.baselines import FullCatalogue
+from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.search.llm.selection import ContextWindowError
 from a2x_local.search.types import SearchRequest
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
@@ -18,7 +18,7 @@ def _full(wanted, *, window=32768, **oracle_kwargs):
     oracle = Oracle(sample_tree(), wanted, **oracle_kwargs)
     engine = ScriptedEngine(oracle, context_window=window)
     services = list(sample_services().values())
-    return FullCatalogue(services, engine, LlmSearchConfig()), engine, oracle, services
+    return FullCatalogue(services, engine, LlmSearchConfig.defaults()), engine, oracle, services
 
 
 def test_every_service_in_one_prompt_and_the_answer_maps_back_to_ids():
@@ -55,7 +55,7 @@ def test_a_catalogue_larger_than_the_context_window_is_reported_not_truncated():
 
 def test_a_failed_catalogue_call_is_an_error_not_a_miss():
     services = list(sample_services().values())
-    method = FullCatalogue(services, ScriptedEngine(lambda request: "not a number"), LlmSearchConfig())
+    method = FullCatalogue(services, ScriptedEngine(lambda request: "not a number"), LlmSearchConfig.defaults())
     answer = method.search_batch([SearchRequest("q")])[0]
     assert answer.ids == [] and answer.error is not None and "selection calls failed" in answer.error
     method, _, _, _ = _full({})

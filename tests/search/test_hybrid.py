@@ -8,7 +8,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
-from a2x_local.search.hybrid import fuse_rows
+from a2x_local.search.retrieval.fusion import fuse_rows
 
 Item = TypeVar("Item", bound=Hashable)
 

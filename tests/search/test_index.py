@@ -10,9 +10,9 @@ import pytest
 from a2x_local.db import connect, transaction
 from a2x_local.errors import UserError
 from a2x_local.registry import Registry, Service
-from a2x_local.search.config import RetrievalConfig
-from a2x_local.search.corpus import EMBEDDING_SETTING, embedding_model, ensure_bm25, ensure_dense, load_corpus
-from a2x_local.search.index import META, IndexStore, index_root
+from a2x_local.search.retrieval.config import RetrievalConfig
+from a2x_local.search.retrieval.corpus import EMBEDDING_SETTING, embedding_model, ensure_bm25, ensure_dense, load_corpus
+from a2x_local.search.retrieval.index import META, IndexStore, index_root
 
 NEW = Service("parking", "generic", "findParking", "Find a free parking space near an address.")
 
@@ -22,7 +22,7 @@ def _folders(db_path: Path, kind: str) -> list[str]:
 
 
 def test_bm25_index_is_reused_then_rebuilt_when_the_registry_changes(db_path: Path) -> None:
-    config = RetrievalConfig()
+    config = RetrievalConfig.defaults()
     _, info = ensure_bm25(load_corpus(db_path), config)
     assert info.built and info.services == 10
     assert info.path.parent == db_path.with_name(db_path.name + ".indexes")
@@ -44,16 +44,16 @@ def test_bm25_index_is_reused_then_rebuilt_when_the_registry_changes(db_path: Pa
 
 
 def test_text_options_make_separate_indexes(db_path: Path) -> None:
-    _, one = ensure_bm25(load_corpus(db_path), RetrievalConfig())
-    _, two = ensure_bm25(load_corpus(db_path), RetrievalConfig(text="description"))
-    _, three = ensure_bm25(load_corpus(db_path), RetrievalConfig(text_params=True))
+    _, one = ensure_bm25(load_corpus(db_path), RetrievalConfig.defaults())
+    _, two = ensure_bm25(load_corpus(db_path), RetrievalConfig.defaults(text="description"))
+    _, three = ensure_bm25(load_corpus(db_path), RetrievalConfig.defaults(text_params=True))
     assert len({one.path, two.path, three.path}) == 3
     assert len(_folders(db_path, "bm25")) == 3                    # variants live side by side
 
 
 def test_force_rebuilds(db_path: Path) -> None:
-    _, first = ensure_bm25(load_corpus(db_path), RetrievalConfig())
-    _, forced = ensure_bm25(load_corpus(db_path), RetrievalConfig(), force=True)
+    _, first = ensure_bm25(load_corpus(db_path), RetrievalConfig.defaults())
+    _, forced = ensure_bm25(load_corpus(db_path), RetrievalConfig.defaults(), force=True)
     assert forced.built and forced.path == first.path
     assert (forced.path / "meta.json").is_file()
 
@@ -83,7 +83,7 @@ def test_an_incomplete_folder_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_dense_index_follows_the_registry_setting(db_path: Path) -> None:
-    config = RetrievalConfig()
+    config = RetrievalConfig.defaults()
     corpus = load_corpus(db_path)
     assert embedding_model(corpus, config) == "all-MiniLM-L6-v2"
     embedder, index, info = ensure_dense(corpus, config)
@@ -111,10 +111,10 @@ def test_empty_registry_is_a_clear_error(tmp_path: Path, home: Path) -> None:
 
 def test_a_corpus_computes_texts_and_their_hash_once_per_text_option(db_path: Path) -> None:
     corpus = load_corpus(db_path)
-    config = RetrievalConfig()
+    config = RetrievalConfig.defaults()
     options = config.text_options()
     assert corpus.texts(options) is corpus.texts(options)
-    assert corpus.texts(RetrievalConfig(text="description").text_options()) != corpus.texts(options)
+    assert corpus.texts(RetrievalConfig.defaults(text="description").text_options()) != corpus.texts(options)
     _, dense = ensure_dense(corpus, config)[1:]
     _, bm25 = ensure_bm25(corpus, config)
     # Both indexes are named by the one content hash of (id, text) the corpus computed.

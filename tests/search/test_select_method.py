@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from a2x_local.llm import ScriptedEngine
-from a2x_local.search.baselines import RetrieveSelect
-from a2x_local.search.llm_config import LlmSearchConfig
+from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.search.llm.baselines import RetrieveSelect
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import Hit, SearchRequest
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
@@ -25,7 +25,7 @@ def _select(wanted, ranking, **config):
     oracle = Oracle(sample_tree(), wanted)
     engine = ScriptedEngine(oracle)
     retriever = _Ranking(ranking)
-    method = RetrieveSelect(list(sample_services().values()), retriever, engine, LlmSearchConfig(**config))
+    method = RetrieveSelect(list(sample_services().values()), retriever, engine, LlmSearchConfig.defaults(**config))
     return method, engine, oracle, retriever
 
 
@@ -61,7 +61,7 @@ def test_a_large_top_k_is_split_by_the_group_cap():
 def test_a_failed_selection_is_an_error_and_nothing_retrieved_is_not():
     retriever = _Ranking({"q": ["w1", "w2"]})
     method = RetrieveSelect(list(sample_services().values()), retriever, ScriptedEngine(lambda r: "not a number"),
-                            LlmSearchConfig())
+                            LlmSearchConfig.defaults())
     failed, empty = method.search_batch([SearchRequest("q"), SearchRequest("nothing")])
     assert failed.ids == [] and failed.error is not None and "selection calls failed" in failed.error
     assert empty.calls == 0 and empty.error is None

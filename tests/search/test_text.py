@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from a2x_local.registry import Service
-from a2x_local.search.config import TextOptions
-from a2x_local.search.text import parameter_names, service_text
+from a2x_local.search.retrieval.config import TextOptions
+from a2x_local.search.retrieval.text import parameter_names, service_text
 
 JSON_SCHEMA = {"inputSchema": {"type": "object", "properties": {"city": {}, "days": {}}, "required": ["city"]}}
 TOOLRET_SHAPE = {"inputSchema": {"stock_code": {"type": "string"}, "time": {"type": "string"}}}

@@ -13,9 +13,9 @@ from a2x_local.llm import Request
 from a2x_local.registry.store import Registry
 from a2x_local.registry.types import Service
 from a2x_local.taxonomy.config import BuildConfig
+from tests.support.paths import TOOLRET as TOOLRET_DIR
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-TOOLRET = SHARED / "toolret" / "services.json"
+TOOLRET = TOOLRET_DIR / "services.json"
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +37,7 @@ def small_config(**overrides) -> BuildConfig:
     values = {"leaf_max_services": 15, "max_depth": 3, "max_children": 8, "keyword_path_min_services": 150,
               "keyword_batch_size": 25, "keyword_merge": "stem", "assign_batch_size": 10}
     values.update(overrides)
-    return BuildConfig(**values)
+    return BuildConfig.defaults(**values)
 
 
 def make_registry(db_path: Path, services: Iterable[Service]) -> Path:

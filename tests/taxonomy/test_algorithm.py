@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy.builder import BuildAborted, Builder
 from a2x_local.taxonomy.report import build_report
 from a2x_local.taxonomy.scripted_policy import WordPolicy

@@ -10,11 +10,12 @@ import pytest
 from a2x_local.cli import build_cmds
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
+from tests.support.engines import patch_make_engine
 from tests.taxonomy.conftest import make_registry, small_config, synthetic
 
 SMALL = ["--leaf-size", "15", "--max-children", "8", "--keyword-threshold", "150", "--keyword-merge", "stem"]
@@ -22,15 +23,9 @@ SMALL = ["--leaf-size", "15", "--max-children", "8", "--keyword-threshold", "150
 
 @pytest.fixture
 def scripted_engine(monkeypatch, toolret_subset):
-    """`engine_from_options` answers with the word policy instead of loading a model."""
-    calls = []
-
-    def fake(settings, **options):
-        calls.append(options)
-        return ScriptedEngine(WordPolicy([*toolret_subset, *synthetic(["weather"], 6)]))
-
-    monkeypatch.setattr(build_cmds, "engine_from_options", fake)
-    return calls
+    """`make_engine` answers with the word policy instead of loading a model; returns the options it was given."""
+    policy = WordPolicy([*toolret_subset, *synthetic(["weather"], 6)])
+    return patch_make_engine(monkeypatch, lambda settings, options: ScriptedEngine(policy))
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +53,7 @@ def test_build_json_reports_rounds_tokens_and_shape(cli, db_path, toolret_subset
     assert stats["tree"]["services"] == len(toolret_subset)
     assert stats["engine_rounds"] == len(stats["rounds"]) > 5
     assert stats["usage"]["by_call_type"]["assign"]["prompt_tokens"] > 0
-    assert scripted_engine[0]["model"] == "scripted"
+    assert scripted_engine[0].model == "scripted"
     # The flags set the same thresholds as the template's config: the same tree.
     assert stats["tree"] == template[1]["stats"]["tree"]
 
@@ -156,10 +151,10 @@ def test_tree_import_bad_files(cli, tmp_path, built):
 
 
 def test_a_failed_build_keeps_the_active_tree(cli, db_path, built, monkeypatch):
-    def broken(settings, **options):
+    def broken(settings, options):
         raise UserError("model 'nope' at /models/nope is not usable: config.json missing")
 
-    monkeypatch.setattr(build_cmds, "engine_from_options", broken)
+    patch_make_engine(monkeypatch, broken)
     result = cli("build", "--model", "nope", *SMALL)
     assert result.code == 1 and "is not usable: config.json missing" in result.err
     with connect(db_path) as con:

@@ -33,7 +33,7 @@ def test_answers_are_parsed_per_service_and_failures_counted():
 
 def test_stemming_merges_inflections_and_counts_services_per_keyword():
     work = work_with({"a": ["payments", "bank"], "b": ["payment"], "c": ["payment", "paying"], "d": ["banks"]})
-    sizes = merge_vocabulary(work, BuildConfig(keyword_merge="stem"))
+    sizes = merge_vocabulary(work, BuildConfig.defaults(keyword_merge="stem"))
     assert sizes["raw"] == 5 and sizes["stemmed"] == 3 and sizes["merged"] == 3
     assert work.vocabulary[0] == ["payment", 3]
     assert work.keywords["a"] == ["payment", "bank"] and work.keywords["d"] == ["bank"]
@@ -45,6 +45,6 @@ def test_embedding_merge_joins_synonyms_under_the_most_frequent_word():
     assert mapping["film"] == "movie" and mapping["stock_market"] == "stocks"
     assert mapping["weather"] == "weather" and mapping["movie"] == "movie"
     work = work_with({"a": ["movie"], "b": ["movie"], "c": ["film"], "d": ["weather"]})
-    sizes = merge_vocabulary(work, BuildConfig(keyword_merge="embedding"))
+    sizes = merge_vocabulary(work, BuildConfig.defaults(keyword_merge="embedding"))
     assert (sizes["raw"], sizes["stemmed"], sizes["merged"]) == (3, 3, 2)
     assert work.vocabulary == [["movie", 3], ["weather", 1]]

@@ -17,7 +17,7 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.errors import BuildRunningError, UserError
-from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.store import Registry
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.lock import BuildLock
@@ -242,7 +242,7 @@ def test_resume_without_an_unfinished_build_says_so(tmp_path):
 _CHILD = """
 import json, sys, time
 from pathlib import Path
-from a2x_local.llm import ScriptedEngine
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.types import Service
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy

@@ -47,7 +47,7 @@ def test_position_lines_are_bounded_by_the_offered_categories():
 
 
 def test_keywords_are_lower_snake_case():
-    config = BuildConfig(keywords_per_service_max=2, keyword_max_chars=12)
+    config = BuildConfig.defaults(keywords_per_service_max=2, keyword_max_chars=12)
     pattern = lines_regex(1, keywords_item(config))
     assert re.fullmatch(pattern, "1: weather, stock_market")
     for bad in ("1: Weather", "1: stock market", "1: a, b, c", "1: averyveryverylongword"):
@@ -55,7 +55,7 @@ def test_keywords_are_lower_snake_case():
 
 
 def test_design_schema_enforces_at_most_n_and_bounds_every_string():
-    config = BuildConfig(max_children=3, name_max_chars=10)
+    config = BuildConfig.defaults(max_children=3, name_max_chars=10)
     model = design_model(config, 2, 3)
     model.model_validate_json(categories_json(["a", "b", "c"]))
     with pytest.raises(ValidationError):
@@ -74,7 +74,7 @@ def test_design_schema_enforces_at_most_n_and_bounds_every_string():
 
 
 def test_every_build_constraint_compiles_for_the_structured_output_backend():
-    config = BuildConfig()
+    config = BuildConfig.defaults()
     constraints = [
         JsonConstraint(design_model(config, config.min_children, config.max_children)),
         JsonConstraint(design_model(config, config.min_children, config.max_children, with_source=20)),
@@ -90,7 +90,7 @@ def test_every_build_constraint_compiles_for_the_structured_output_backend():
 
 def test_one_prompt_file_per_call_type_with_shared_instructions_first():
     for call_type in prompts.CALL_TYPES:
-        values = {name: f"<{name}>" for name in re.findall(r"\$(\w+)", prompts.prompt_files()[f"{call_type}.md"]
+        values = {name: f"<{name}>" for name in re.findall(r"\$(\w+)", prompts.PROMPTS.files[call_type]
                                                              .split("<<<USER>>>")[1])}
         system_a, user_a = prompts.render(call_type, system={"max_keywords": 5, "min_children": 2,
                                                              "max_children": 20}, **values)
@@ -106,7 +106,5 @@ def test_one_prompt_file_per_call_type_with_shared_instructions_first():
 
 def test_prompt_hash_changes_with_any_prompt_file(monkeypatch):
     before = prompts.prompt_hash()
-    files = dict(prompts.prompt_files())
-    files["assign.md"] = files["assign.md"] + " "
-    monkeypatch.setattr(prompts, "prompt_files", lambda: files)
+    monkeypatch.setitem(prompts.PROMPTS.files, "assign", prompts.PROMPTS.files["assign"] + " ")
     assert prompts.prompt_hash() != before and len(before) == 64

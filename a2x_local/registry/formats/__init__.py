@@ -74,7 +74,7 @@ def _parse_file(path: Path, fmt: str, limits: Limits, server: str | None) -> tup
 def read_path(path: Path, fmt: str = "auto", limits: Limits | None = None,
               server: str | None = None) -> list[tuple[Path, str, list[Service]]]:
     """Read one file or folder into (file, format, services) groups; raises on the first bad entry."""
-    limits = limits or Limits()
+    limits = limits or Limits.defaults()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not path.exists():

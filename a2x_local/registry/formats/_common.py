@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
+from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.types import SERVICE_TYPES, Service
 
 
@@ -17,8 +18,16 @@ from a2x_local.registry.types import SERVICE_TYPES, Service
 class Limits:
     """Size limits on what a service may carry (from the [registry] config section)."""
 
-    max_description_chars: int = 20000
-    max_name_chars: int = 300
+    max_description_chars: int
+    max_name_chars: int
+
+    @classmethod
+    def from_config(cls, config: RegistryConfig) -> Limits:
+        return cls(max_description_chars=config.max_description_chars, max_name_chars=config.max_name_chars)
+
+    @classmethod
+    def defaults(cls) -> Limits:
+        return cls.from_config(RegistryConfig.defaults())
 
 
 def read_text(path: Path) -> str:

@@ -1,0 +1,65 @@
+"""`search --trace`: an LLM method's walk as a rich tree (decisions per node, then each selection call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.tree import Tree as RichTree
+
+from a2x_local.search import SearchAnswer
+
+
+def _node_label(node_id: str, names: dict[str, str], decision: dict[str, Any] | None, *, pruned: bool) -> str:
+    name = escape(names.get(node_id, node_id))
+    if pruned:
+        return f"[dim]✗ {name}[/dim]"
+    label = f"[green]✓ {name}[/green] [dim]{escape(node_id)}[/dim]"
+    if decision is not None:
+        answer = decision.get("answer")
+        label += f"  answer [bold]{escape(answer)}[/bold]" if answer else ""
+        if decision.get("fallback"):
+            label += "  [yellow](nothing chosen: largest child)[/yellow]"
+        if decision.get("error"):
+            label += f"  [red]{escape(decision['error'])}[/red]"
+    return label
+
+
+def _branch(parent: RichTree, node_id: str, names: dict[str, str], decisions: dict[str, dict[str, Any]]) -> None:
+    decision = decisions.get(node_id)
+    branch = parent.add(_node_label(node_id, names, decision, pruned=False))
+    if decision is None:
+        return
+    for child in decision["selected"]:
+        _branch(branch, child, names, decisions)
+    for child in decision["pruned"]:
+        branch.add(_node_label(child, names, None, pruned=True))
+
+
+def trace_tree(answer: SearchAnswer) -> RichTree:
+    """The walk and the selection calls behind one answer (methods without a trace get a one-line tree)."""
+    trace = answer.trace or {}
+    title = (f"[bold]{escape(answer.query)}[/bold]  [dim]{escape(str(trace.get('method', '?')))},"
+             f" {escape(str(trace.get('mode', '-')))}, {answer.rounds} rounds, {answer.calls} calls,"
+             f" {answer.prompt_tokens:,} prompt + {answer.completion_tokens:,} completion tokens[/dim]")
+    root = RichTree(title)
+    names: dict[str, str] = trace.get("names", {})
+    decisions = {d["node"]: d for d in trace.get("decisions", [])}
+    visited = trace.get("visited", [])
+    if visited:
+        _branch(root.add("[bold]descent[/bold]"), visited[0], names, decisions)
+    if trace.get("retrieved"):
+        root.add(f"[bold]retrieved[/bold] {escape(', '.join(trace['retrieved']))}")
+    calls = trace.get("selection", [])
+    if calls:
+        selection = root.add("[bold]selection[/bold]")
+        for call in calls:
+            where = names.get(call["key"], call["key"])
+            part = f" part {call['part']}/{call['parts']}" if call.get("parts", 1) > 1 else ""
+            chosen = ", ".join(call["selected"]) or "none"
+            line = (f"{escape(call['call'])} ({escape(call['mode'])}) over {escape(where)}{part}:"
+                    f" {len(call['services'])} services → [green]{escape(chosen)}[/green]")
+            if call.get("error"):
+                line += f"  [red]{escape(call['error'])}[/red]"
+            selection.add(line)
+    return root

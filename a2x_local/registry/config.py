@@ -1,0 +1,20 @@
+"""The `[registry]` table: size limits of what a service may carry, and how long to wait for a busy database."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import ConfigDict, Field
+
+from a2x_local.settings import SectionConfig
+
+
+class RegistryConfig(SectionConfig):
+    """Every `[registry]` key; the packaged default.toml says what each one means."""
+
+    model_config = ConfigDict(frozen=True)
+    section: ClassVar[str] = "registry"
+
+    max_description_chars: int = Field(ge=1)
+    max_name_chars: int = Field(ge=1)
+    lock_timeout_s: float = Field(ge=0)

@@ -1,0 +1,96 @@
+"""The A2X method: recursive descent over the active tree, then service selection over what it reached.
+
+With a rescue retriever (the `a2x+rescue` method) the hybrid top-k joins as one more candidate group before
+selection, to recover services filed under a category the descent did not enter.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from a2x_local.llm import Engine
+from a2x_local.registry import Service
+from a2x_local.search.llm.answers import checked_modes, failure, make_answer
+from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.search.llm.descent import Descender, Walk
+from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, tree_groups
+from a2x_local.search.llm.listing import service_line
+from a2x_local.search.llm.prompting import prompt_hash
+from a2x_local.search.llm.rounds import RoundRunner
+from a2x_local.search.llm.selection import SelectionJob, Selector
+from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.taxonomy import Tree
+
+if TYPE_CHECKING:
+    from a2x_local.search.retrieval.retrievers import Retriever
+
+
+class A2XSearch:
+    """Searches one tree with one engine; safe to share between callers (requests carry their own mode)."""
+
+    ranked = False
+
+    def __init__(self, tree: Tree, services: Mapping[str, Service], engine: Engine, config: LlmSearchConfig, *,
+                 rescue: Retriever | None = None, name: str | None = None) -> None:
+        missing = sorted(tree.service_ids() - set(services))
+        if missing:
+            raise ValueError(f"the tree names {len(missing)} services the registry lacks, e.g. {missing[0]!r}")
+        self.tree = tree
+        self.engine = engine
+        self.config = config
+        self.rescue = rescue
+        self.name = name or ("a2x+rescue" if rescue is not None else "a2x")
+        self.index = TreeIndex(tree)
+        self.lines = {service_id: service_line(service, config) for service_id, service in services.items()}
+        self.descender = Descender(tree, engine, config)
+        self.selector = Selector(self.lines, engine, config)
+
+    def search(self, query: str, mode: str | None = None) -> SearchAnswer:
+        return self.search_batch([SearchRequest(query, mode=mode)])[0]
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
+        """All requests together: one engine call per tree level, then one for every selection group."""
+        if not requests:
+            return []
+        started = time.perf_counter()
+        modes = checked_modes(requests, self.config.default_mode)
+        queries = [request.query for request in requests]
+        runner = RoundRunner(self.engine, len(requests))
+        walks = self.descender.descend(list(zip(queries, modes, strict=True)), runner)
+        rescued = self.rescue.retrieve(queries, self.config.rescue_top_k) if self.rescue is not None else None
+        jobs, origins = [], []
+        for q, walk in enumerate(walks):
+            groups, origin = tree_groups(walk.reached(self.tree), self.index, threshold=self.config.merge_threshold,
+                                         cap=self.config.group_cap)
+            if rescued is not None:
+                groups += extra_group(RESCUE_KEY, [hit.service_id for hit in rescued[q]], origin,
+                                      self.config.group_cap)
+            jobs.append(SelectionJob(walk.query, walk.mode, groups))
+            origins.append(origin)
+        selections = self.selector.select(jobs, runner)
+        seconds = (time.perf_counter() - started) / len(requests)
+        answers = []
+        for q, request in enumerate(requests):
+            origin = origins[q]
+            hits = [Hit(service_id, path=list(self.index.paths[origin[service_id]]) if service_id in origin else [])
+                    for service_id in selections[q].selected]
+            answers.append(make_answer(request, hits, runner.ledgers[q], seconds,
+                                       self._trace(walks[q], selections[q].to_dict(), runner.ledgers[q].rounds),
+                                       failure(selections[q], walks[q].decisions)))
+        return answers
+
+    def _trace(self, walk: Walk, selection: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
+        shown = set(walk.visited) | {c for d in walk.decisions for c in d.pruned}
+        # Tree order from the positions computed once, rather than a walk over every node of the tree per query.
+        names = {node_id: self.tree.node(node_id).name for node_id in sorted(shown, key=self.index.order.__getitem__)}
+        return {"method": self.name, "mode": walk.mode, "tree": self.tree.build_id, "rounds": rounds,
+                "visited": list(walk.visited), "decisions": [d.to_dict() for d in walk.decisions],
+                "selection": selection, "names": names}
+
+    def describe(self) -> dict[str, Any]:
+        stats = self.tree.stats()
+        return {"method": self.name, "tree": self.tree.build_id, "tree_depth": stats.depth,
+                "tree_leaves": stats.leaves, "engine": self.engine.describe(),
+                "config": self.config.model_dump(), "prompts": prompt_hash()[:16], "rescue": self.rescue is not None}

@@ -1,0 +1,48 @@
+"""Typed settings of the LLM search methods (A2X descent, full catalogue, select), from the `[search]` table."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import ConfigDict, Field
+
+from a2x_local.errors import UserError
+from a2x_local.settings import SectionConfig, Settings
+
+Mode = Literal["get_all", "get_important", "get_one"]
+MODES: tuple[str, ...] = ("get_all", "get_important", "get_one")
+
+class LlmSearchConfig(SectionConfig):
+    """Every `[search]` key; the packaged default.toml says what each one means."""
+
+    model_config = ConfigDict(frozen=True)
+    section: ClassVar[str] = "search"
+
+    default_mode: Mode
+    merge_threshold: int = Field(ge=0)
+    group_cap: int = Field(ge=1)
+    selection_prompt_tokens: int = Field(ge=0)
+    max_children_selected: int = Field(ge=1)
+    max_services_selected: int = Field(ge=1)
+    category_description_chars: int = Field(ge=0)
+    boundary_chars: int = Field(ge=0)
+    service_description_chars: int = Field(ge=0)
+    name_chars: int = Field(ge=8)
+    select_top_k: int = Field(ge=1)
+    rescue_top_k: int = Field(ge=1)
+    answer_margin_tokens: int = Field(ge=0)
+    temperature: float = Field(ge=0)
+    seed: int
+
+
+def llm_search_config(settings: Settings, **overrides: object) -> LlmSearchConfig:
+    """The `[search]` table with ``overrides`` (None values ignored), validated with a readable error."""
+    return LlmSearchConfig.from_settings(settings, **overrides)
+
+
+def check_mode(mode: str | None, default: str) -> str:
+    """A request's mode, or the default; an unknown mode is a user error listing the known ones."""
+    chosen = mode or default
+    if chosen not in MODES:
+        raise UserError(f"unknown search mode '{chosen}'", hint=f"choose one of: {', '.join(MODES)}")
+    return chosen

@@ -1,0 +1,144 @@
+"""The LLM search methods as registry entries: `a2x`, `a2x+rescue`, `full` and `select`.
+
+Each factory reads what it needs from the registry database (the active tree, refused when stale; the services),
+builds its retrieval pre-filter, and only then its engine, so bad input fails before a model loads. Library callers
+that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI passes a model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a2x_local.db import connect
+from a2x_local.errors import UserError
+from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions, make_engine
+from a2x_local.registry import Service
+from a2x_local.search.llm.a2x import A2XSearch
+from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
+from a2x_local.search.llm.config import MODES, LlmSearchConfig, llm_search_config
+from a2x_local.search.methods import MethodSpec, ProgressFactory
+from a2x_local.search.retrieval.config import TextField, retrieval_config
+from a2x_local.search.retrieval.corpus import Corpus, read_corpus
+from a2x_local.search.retrieval.methods import hybrid_retriever
+from a2x_local.search.retrieval.retrievers import HybridRetriever
+from a2x_local.settings import Settings
+from a2x_local.taxonomy import Tree, load_active_tree
+
+
+class LlmOptions(EngineOptions):
+    """Options every LLM method takes: the engine options (or a running engine), and the `[search]` keys worth
+    changing per run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=True)
+
+    engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
+    merge_threshold: int | None = Field(None, ge=0, description="merge candidate groups smaller than this")
+    group_cap: int | None = Field(None, ge=1, description="most services per selection prompt")
+    max_services_selected: int | None = Field(None, ge=1, description="most services one answer may choose")
+    max_children_selected: int | None = Field(None, ge=1, description="most sub-categories one answer may choose")
+    service_description_chars: int | None = Field(None, ge=0, description="description characters per service")
+    category_description_chars: int | None = Field(None, ge=0, description="description characters per category")
+
+
+class RetrievalOptions(BaseModel):
+    """The hybrid pre-filter's own options (None = the `[retrieval]` configuration)."""
+
+    embedding_model: str | None = Field(None, description="sentence-transformers model of the hybrid pre-filter")
+    text: TextField | None = Field(None, description="indexed text")
+
+
+class SelectOptions(LlmOptions, RetrievalOptions):
+    select_top_k: int | None = Field(None, ge=1, description="retrieved services handed to the model")
+
+
+class RescueOptions(LlmOptions, RetrievalOptions):
+    rescue_top_k: int | None = Field(None, ge=1, description="retrieved services added as one more group")
+
+
+_RETRIEVAL_KEYS = ("embedding_model", "text")
+
+
+def search_config(settings: Settings, options: BaseModel) -> LlmSearchConfig:
+    """`[search]` with the options that name its keys."""
+    values = options.model_dump(exclude_none=True, exclude={*ENGINE_OPTION_NAMES, *_RETRIEVAL_KEYS})
+    return llm_search_config(settings, **values)
+
+
+def engine_for(settings: Settings, options: LlmOptions) -> Engine:
+    """The engine given, or one started from the options (an unknown or missing model is a UserError)."""
+    if isinstance(options.engine, Engine):
+        return options.engine
+    return make_engine(settings, EngineOptions.of(**options.model_dump(include=set(ENGINE_OPTION_NAMES))))
+
+
+def check_fresh(tree: Tree, registry_fingerprint: str) -> None:
+    """Refuse a tree built for other registry contents: its categories would hide or invent services."""
+    if tree.registry_fingerprint != registry_fingerprint:
+        raise UserError(
+            f"the active tree (id {tree.build_id}) is stale: services were added, removed or changed since it was"
+            " built", hint="rebuild it with `a2x-local build --model ALIAS` (or re-import yours with `a2x-local tree"
+            " import FILE`), then search again; `a2x-local tree list` shows the trees")
+
+
+def load_corpus_and_tree(settings: Settings, db_path: Path, *, tree: bool) -> tuple[Tree | None, Corpus]:
+    """The registry's services and, when asked, its active tree (refused when missing or stale), read together."""
+    with connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+        corpus = read_corpus(con, db_path)
+        active = load_active_tree(con) if tree else None
+    if active is not None:
+        check_fresh(active, corpus.fingerprint)
+    return active, corpus
+
+
+def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
+               progress: ProgressFactory | None) -> HybridRetriever:
+    """The hybrid pre-filter over the corpus already read (its indexes built on the way when missing or stale)."""
+    config = retrieval_config(settings, text=options.text)
+    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
+
+
+def _a2x(settings: Settings, db_path: Path, options: LlmOptions, _progress: ProgressFactory | None) -> A2XSearch:
+    config = search_config(settings, options)
+    tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
+    assert tree is not None
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config)
+
+
+def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
+            progress: ProgressFactory | None) -> A2XSearch:
+    config = search_config(settings, options)
+    tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
+    assert tree is not None
+    retriever = _retriever(settings, corpus, options, progress)
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever)
+
+
+def _full(settings: Settings, db_path: Path, options: LlmOptions,
+          _progress: ProgressFactory | None) -> FullCatalogue:
+    config = search_config(settings, options)
+    _, corpus = load_corpus_and_tree(settings, db_path, tree=False)
+    return FullCatalogue(corpus.services, engine_for(settings, options), config)
+
+
+def _select(settings: Settings, db_path: Path, options: SelectOptions,
+            progress: ProgressFactory | None) -> RetrieveSelect:
+    config = search_config(settings, options)
+    _, corpus = load_corpus_and_tree(settings, db_path, tree=False)
+    retriever = _retriever(settings, corpus, options, progress)
+    return RetrieveSelect(corpus.services, retriever, engine_for(settings, options), config)
+
+
+def _by_id(corpus: Corpus) -> dict[str, Service]:
+    return {service.id: service for service in corpus.services}
+
+
+A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", LlmOptions, _a2x,
+                      modes=MODES)
+RESCUE_SPEC = MethodSpec("a2x+rescue", "A2X plus the hybrid top-k as one more candidate group", RescueOptions,
+                         _rescue, modes=MODES)
+FULL_SPEC = MethodSpec("full", "the whole catalogue in one prompt; the model picks", LlmOptions, _full,
+                       modes=MODES)
+SELECT_SPEC = MethodSpec("select", "hybrid top-k handed to the model for selection", SelectOptions, _select,
+                         modes=MODES)

@@ -1,0 +1,73 @@
+"""Engine rounds shared by many queries, and what each query's share of them cost.
+
+Every round sends the requests of all queries in flight in ONE ``engine.generate`` call; each request is tagged
+with the query it serves, so tokens and calls can be summed per query (and add up to the engine's own totals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from a2x_local.llm import Engine, Request, Result
+
+
+@dataclass
+class Ledger:
+    """One query's share: calls counts attempts (retries included), as the engine's usage does."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    rounds: int = 0
+    candidates_shown: int = 0
+
+
+class RoundRunner:
+    """Runs engine rounds for a batch of queries and keeps one ledger per query."""
+
+    def __init__(self, engine: Engine, queries: int) -> None:
+        self.engine = engine
+        self.ledgers = [Ledger() for _ in range(queries)]
+
+    def run(self, owners: Sequence[int], requests: Sequence[Request]) -> list[Result]:
+        """One engine call for all ``requests``; ``owners[i]`` is the query that ``requests[i]`` serves."""
+        if len(owners) != len(requests):
+            raise ValueError("one owner per request")
+        if not requests:
+            return []
+        results = self.engine.generate(list(requests))
+        # A retried answer took a second sequential round for that query.
+        depth: dict[int, int] = {}
+        for owner, result in zip(owners, results, strict=True):
+            ledger = self.ledgers[owner]
+            ledger.prompt_tokens += result.prompt_tokens
+            ledger.completion_tokens += result.completion_tokens
+            ledger.calls += result.attempts
+            depth[owner] = max(depth.get(owner, 0), result.attempts)
+        for owner, rounds in depth.items():
+            self.ledgers[owner].rounds += rounds
+        return results
+
+
+# ChatML adds a handful of special and role tokens per message; this bounds them from above.
+_TEMPLATE_TOKENS_PER_MESSAGE = 8
+
+
+def prompt_room(engine: Engine, messages: Sequence[dict[str, str]] | Sequence, budget: int,
+                limit: int | None = None) -> int | None:
+    """Tokens left after this prompt and its answer budget, within the context window and ``limit`` (a prompt
+    budget below the window), or None when neither is known.
+
+    Exact counting costs a tokenizer pass, so it runs only when a cheap upper bound (one token per UTF-8 byte,
+    true of every byte-level tokenizer) says the prompt might not fit.
+    """
+    window = engine.max_model_len
+    if limit and limit > 0:
+        window = min(window, limit + budget) if window else limit + budget
+    if not window:
+        return None
+    bound = sum(len(m["content"].encode()) + _TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + 2
+    if bound + budget <= window:
+        return window - bound - budget
+    return window - engine.count_prompt_tokens(messages) - budget

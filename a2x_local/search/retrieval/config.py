@@ -1,0 +1,60 @@
+"""Typed settings of the retrieval baselines, read from the `[retrieval]` table of the configuration."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a2x_local.settings import SectionConfig, Settings
+
+TextField = Literal["name_description", "description"]
+
+
+class TextOptions(BaseModel):
+    """What text stands for a service in an index; part of every index key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: TextField = "name_description"
+    params: bool = False
+
+    def key(self) -> str:
+        return f"{self.text}|params={int(self.params)}"
+
+
+class RetrievalConfig(SectionConfig):
+    """Every `[retrieval]` key; the packaged default.toml says what each one means."""
+
+    section: ClassVar[str] = "retrieval"
+
+    embedding_model: str
+    text: TextField
+    text_params: bool
+    query_prefix: str
+    passage_prefix: str
+    embed_batch_size: int = Field(ge=1)
+    threads: int = Field(ge=0)
+    approximate_above: int = Field(ge=1)
+    hnsw_m: int = Field(ge=4)
+    hnsw_ef_construction: int = Field(ge=8)
+    hnsw_ef_search: int = Field(ge=8)
+    gpu: Literal["auto", "off"]
+    bm25_method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]
+    bm25_k1: float = Field(gt=0)
+    bm25_b: float = Field(ge=0, le=1)
+    bm25_stopwords: Literal["en", "none"]
+    bm25_stemmer: str
+    split_identifiers: bool
+    cjk_bigrams: bool
+    rrf_k: float = Field(gt=0)
+    fusion_depth: int = Field(ge=0)
+    default_k: int = Field(ge=1)
+
+    def text_options(self) -> TextOptions:
+        return TextOptions(text=self.text, params=self.text_params)
+
+
+def retrieval_config(settings: Settings, **overrides: object) -> RetrievalConfig:
+    """The `[retrieval]` table with ``overrides`` (None values ignored), validated with a readable error."""
+    return RetrievalConfig.from_settings(settings, **overrides)

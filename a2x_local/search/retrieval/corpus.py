@@ -1,0 +1,130 @@
+"""A snapshot of the registry for retrieval, and the dense and BM25 indexes that belong to it.
+
+The database is open only while the snapshot is read; indexes live in files beside it (see ``index.py``), so a
+search never holds the registry while it embeds or scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import duckdb
+
+from a2x_local.db import connect
+from a2x_local.errors import UserError
+from a2x_local.registry import Registry, Service
+from a2x_local.search.methods import ProgressFactory
+from a2x_local.search.retrieval.bm25 import Bm25Index
+from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
+from a2x_local.search.retrieval.dense import DenseIndex, Embedder
+from a2x_local.search.retrieval.index import IndexInfo, IndexStore, content_hash
+from a2x_local.search.retrieval.text import service_texts
+
+EMBEDDING_SETTING = "embedding_model"
+
+
+
+@dataclass
+class Corpus:
+    """Every service in registry order (by id), and what the registry says about retrieval.
+
+    A snapshot: read once, then shared by every index and method built from it, so the indexed texts and their
+    content hash are computed once per text option.
+    """
+
+    db_path: Path
+    services: list[Service]
+    fingerprint: str
+    embedding_setting: str | None
+    _texts: dict[TextOptions, tuple[list[str], str]] = field(default_factory=dict, init=False, repr=False,
+                                                              compare=False)
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return [service.id for service in self.services]
+
+    def texts(self, options: TextOptions) -> list[str]:
+        return self._indexed(options)[0]
+
+    def content(self, options: TextOptions) -> str:
+        """The content hash of (id, indexed text) for these options: what names an index folder."""
+        return self._indexed(options)[1]
+
+    def _indexed(self, options: TextOptions) -> tuple[list[str], str]:
+        if options not in self._texts:
+            texts = service_texts(self.services, options)
+            self._texts[options] = (texts, content_hash(self.ids, texts))
+        return self._texts[options]
+
+
+def read_corpus(con: duckdb.DuckDBPyConnection, db_path: Path) -> Corpus:
+    """The snapshot from an open connection (so a caller can read more in the same one); an empty registry is a
+    user error (nothing to search)."""
+    registry = Registry(con)
+    services = registry.all()
+    if not services:
+        raise UserError(f"{db_path}: the registry is empty, there is nothing to index or search",
+                        hint="load services first: a2x-local ingest PATH")
+    setting = registry.get_setting(EMBEDDING_SETTING)
+    return Corpus(db_path, services, registry.fingerprint(), setting if isinstance(setting, str) else None)
+
+
+def load_corpus(db_path: Path, *, lock_timeout_s: float = 30.0) -> Corpus:
+    """Read the registry once; an empty registry is a user error (nothing to index or search)."""
+    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        return read_corpus(con, db_path)
+
+
+def embedding_model(corpus: Corpus, config: RetrievalConfig, override: str | None = None) -> str:
+    """The model to embed with: an explicit choice, else the registry's own setting, else the configuration."""
+    return override or corpus.embedding_setting or config.embedding_model
+
+
+def _noop(_: int) -> None:
+    return None
+
+
+def ensure_dense(corpus: Corpus, config: RetrievalConfig, *, model: str | None = None, force: bool = False,
+                 progress: ProgressFactory | None = None) -> tuple[Embedder, DenseIndex, IndexInfo]:
+    """The dense index for this registry, text options and model, built if missing or stale."""
+    embedder = Embedder(embedding_model(corpus, config, model), config)
+    options = config.text_options()
+    texts = corpus.texts(options)
+    ids = corpus.ids
+    approximate = len(ids) > config.approximate_above
+    variant = {
+        "model": str(embedder.path), "model_signature": embedder.signature,
+        "passage_prefix": config.passage_prefix, "text": options.key(),
+        "index": f"hnsw:{config.hnsw_m}:{config.hnsw_ef_construction}" if approximate else "flat",
+    }
+
+    def build(folder: Path) -> None:
+        advance = progress(f"embedding {len(texts)} services", len(texts)) if progress else None
+        vectors = embedder.encode_passages(texts, progress=advance or _noop)
+        DenseIndex.build(vectors, ids, config).save(folder)
+
+    index, info = IndexStore(corpus.db_path).load_or_build(
+        "dense", variant, ids, corpus.content(options), build,
+        lambda folder: DenseIndex.load(folder, ids, config), force=force)
+    return embedder, index, info
+
+
+def ensure_bm25(corpus: Corpus, config: RetrievalConfig, *, force: bool = False) -> tuple[Bm25Index, IndexInfo]:
+    """The BM25 index for this registry and text options, built if missing or stale."""
+    options = config.text_options()
+    texts = corpus.texts(options)
+    ids = corpus.ids
+    variant = {
+        "text": options.key(), "method": config.bm25_method, "k1": config.bm25_k1, "b": config.bm25_b,
+        "stopwords": config.bm25_stopwords, "stemmer": config.bm25_stemmer,
+        "split_identifiers": config.split_identifiers, "cjk_bigrams": config.cjk_bigrams,
+    }
+
+    def build(folder: Path) -> None:
+        Bm25Index.build(texts, ids, config).save(folder)
+
+    return IndexStore(corpus.db_path).load_or_build(
+        "bm25", variant, ids, corpus.content(options), build,
+        lambda folder: Bm25Index.load(folder, ids, config), force=force)

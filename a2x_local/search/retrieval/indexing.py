@@ -1,0 +1,65 @@
+"""`a2x-local index` as one call: store the registry's embedding model (when asked), then bring the dense and BM25
+indexes up to date. Searches do the same lazily; this is for doing it ahead, with a report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from a2x_local.db import connect, transaction
+from a2x_local.extras import check
+from a2x_local.llm import BUILTIN_MINILM, is_builtin_embedding, resolve_embedding_model
+from a2x_local.registry import Registry
+from a2x_local.search.methods import ProgressFactory
+from a2x_local.search.retrieval.config import retrieval_config
+from a2x_local.search.retrieval.corpus import EMBEDDING_SETTING, embedding_model, ensure_bm25, ensure_dense, load_corpus
+from a2x_local.search.retrieval.index import IndexInfo, index_root
+from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS
+from a2x_local.settings import Settings
+
+
+@dataclass
+class IndexReport:
+    """What `a2x-local index` did: the registry, the model and text used, and each index built or found current."""
+
+    db: str
+    services: int
+    folder: str
+    embedding_model: str
+    text: str
+    indexes: list[IndexInfo]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"db": self.db, "services": self.services, "folder": self.folder,
+                "embedding_model": self.embedding_model, "text": self.text,
+                "indexes": [info.to_dict() for info in self.indexes]}
+
+
+def _model_setting(spec: str) -> str | None:
+    """What to store for ``--embedding-model``: the built-in name, an absolute path, or None for "default"."""
+    if spec.strip().lower() == "default":
+        return None
+    path = resolve_embedding_model(spec)  # fails here, before anything is stored, when the model is not usable
+    return BUILTIN_MINILM if is_builtin_embedding(spec) else str(path)
+
+
+def build_indexes(settings: Settings, *, embedding_model_spec: str | None = None, text: str | None = None,
+                  params: bool | None = None, only: Literal["dense", "bm25"] | None = None, force: bool = False,
+                  progress: ProgressFactory | None = None) -> IndexReport:
+    """Set the registry's embedding model (``embedding_model_spec``; "default" clears it), then build the indexes
+    that are missing or stale (``force``: all of them)."""
+    needs = {"dense": DENSE_NEEDS, "bm25": BM25_NEEDS, None: DENSE_NEEDS + BM25_NEEDS}[only]
+    check(*needs, feature="a2x-local index")
+    config = retrieval_config(settings, text=text, text_params=params)
+    if embedding_model_spec is not None:
+        value = _model_setting(embedding_model_spec)
+        with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con, transaction(con):
+            Registry(con).set_setting(EMBEDDING_SETTING, value)
+    corpus = load_corpus(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+    infos = []
+    if only in (None, "dense"):
+        infos.append(ensure_dense(corpus, config, force=force, progress=progress)[2])
+    if only in (None, "bm25"):
+        infos.append(ensure_bm25(corpus, config, force=force)[1])
+    return IndexReport(str(settings.db_path), len(corpus.services), str(index_root(corpus.db_path)),
+                       embedding_model(corpus, config), config.text_options().key(), infos)

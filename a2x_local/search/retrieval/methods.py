@@ -1,0 +1,84 @@
+"""The retrieval baselines as registered search methods: dense, BM25 and their fusion (hybrid).
+
+Their libraries (sentence-transformers, FAISS, bm25s) are optional: each factory checks for them first, so a core
+install stops with one error naming the `[retrieval]` extra instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a2x_local.extras import check
+from a2x_local.search.methods import MethodSpec
+from a2x_local.search.retrieval.config import RetrievalConfig, TextField, retrieval_config
+from a2x_local.search.retrieval.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
+from a2x_local.search.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
+from a2x_local.settings import Settings
+
+DENSE_NEEDS = ("sentence_transformers", "faiss", "torch")
+BM25_NEEDS = ("bm25s", "Stemmer")
+
+
+class RetrieverOptions(BaseModel):
+    """Options of the dense and BM25 retrievers (None = the `[retrieval]` configuration)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    embedding_model: str | None = Field(None, description="sentence-transformers model: built-in name or path")
+    text: TextField | None = Field(None, description="indexed text: name_description | description")
+    params: bool | None = Field(None, description="append parameter names from metadata.inputSchema")
+
+
+class HybridOptions(RetrieverOptions):
+    rrf_k: float | None = Field(None, gt=0, description="reciprocal rank fusion constant")
+    fusion_depth: int | None = Field(None, ge=0, description="results of each ranking fused (0 = all)")
+
+
+def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
+    values = options.model_dump(exclude_none=True)
+    values.pop("embedding_model", None)
+    if "params" in values:
+        values["text_params"] = values.pop("params")
+    return retrieval_config(settings, **values)
+
+
+def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
+           progress: ProgressFactory | None) -> DenseRetriever:
+    check(*DENSE_NEEDS, feature="search --method dense")
+    config = _config(settings, options)
+    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
+    embedder, index, info = ensure_dense(corpus, config, model=options.embedding_model, progress=progress)
+    return DenseRetriever(corpus, config, embedder, index, info.variant)
+
+
+def _bm25(settings: Settings, db_path: Path, options: RetrieverOptions,
+          progress: ProgressFactory | None) -> Bm25Retriever:
+    check(*BM25_NEEDS, feature="search --method bm25")
+    config = _config(settings, options)
+    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
+    index, info = ensure_bm25(corpus, config)
+    return Bm25Retriever(corpus, config, index, info.variant)
+
+
+def _hybrid(settings: Settings, db_path: Path, options: HybridOptions,
+            progress: ProgressFactory | None) -> HybridRetriever:
+    config = _config(settings, options)
+    corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
+    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
+
+
+def hybrid_retriever(corpus: Corpus, config: RetrievalConfig, *, embedding_model: str | None = None,
+                     progress: ProgressFactory | None = None) -> HybridRetriever:
+    """The hybrid retriever over a corpus already read (its indexes built on the way when missing or stale)."""
+    check(*DENSE_NEEDS, *BM25_NEEDS, feature="hybrid retrieval")
+    embedder, dense_index, dense_info = ensure_dense(corpus, config, model=embedding_model, progress=progress)
+    bm25_index, bm25_info = ensure_bm25(corpus, config)
+    dense = DenseRetriever(corpus, config, embedder, dense_index, dense_info.variant)
+    return HybridRetriever(corpus, config, dense, Bm25Retriever(corpus, config, bm25_index, bm25_info.variant))
+
+
+DENSE_SPEC = MethodSpec("dense", "embedding similarity (sentence-transformers + FAISS)", RetrieverOptions, _dense)
+BM25_SPEC = MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25)
+HYBRID_SPEC = MethodSpec("hybrid", "reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid)

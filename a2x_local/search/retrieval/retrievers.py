@@ -1,0 +1,143 @@
+"""The retrieval baselines as search methods: dense, BM25 and their reciprocal rank fusion.
+
+Each is also a *retriever*: ``retrieve(queries, k)`` returns ranked hits for a batch of queries, which is what the
+LLM methods use as a pre-filter (hybrid top-k handed to a model for selection).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from a2x_local.search.retrieval.bm25 import Bm25Index
+from a2x_local.search.retrieval.config import RetrievalConfig
+from a2x_local.search.retrieval.corpus import Corpus
+from a2x_local.search.retrieval.dense import DenseIndex, Embedder
+from a2x_local.search.retrieval.fusion import fuse_rows
+from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
+
+
+class Retriever(Protocol):
+    """Ranked retrieval for a batch of queries."""
+
+    name: str
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
+
+
+class RetrieverMethod:
+    """Shared search_batch for the retrievers: one retrieve() call answers the whole batch."""
+
+    name = "retriever"
+    ranked = True
+
+    def __init__(self, corpus: Corpus, config: RetrievalConfig) -> None:
+        self.corpus = corpus
+        self.config = config
+        if config.threads:
+            import faiss
+
+            faiss.omp_set_num_threads(config.threads)
+
+    @property
+    def size(self) -> int:
+        return len(self.corpus.services)
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        raise NotImplementedError
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
+        if not requests:
+            return []
+        check_queries([request.query for request in requests])
+        started = time.perf_counter()
+        ks = [request.k or self.config.default_k for request in requests]
+        hits = self.retrieve([request.query for request in requests], max(ks))
+        # Latency per query is the batch's time shared out: one batch call answered them all.
+        seconds = (time.perf_counter() - started) / len(requests)
+        return [SearchAnswer(query=request.query, hits=found[:k], ranked=True, seconds=seconds)
+                for request, found, k in zip(requests, hits, ks, strict=True)]
+
+    def describe(self) -> dict[str, object]:
+        return {"method": self.name, "services": self.size, "text": self.config.text_options().key()}
+
+
+class DenseRetriever(RetrieverMethod):
+    """Cosine similarity between the query and each service text (sentence-transformers + FAISS)."""
+
+    name = "dense"
+
+    def __init__(self, corpus: Corpus, config: RetrievalConfig, embedder: Embedder, index: DenseIndex,
+                 variant: dict[str, object] | None = None) -> None:
+        super().__init__(corpus, config)
+        self.embedder = embedder
+        self.index = index
+        self.variant = variant or {}
+        self.embedder.model  # noqa: B018  (load now, so the first search's latency is the search alone)
+
+    def ranking(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        scores, rows = self.index.search(self.embedder.encode_queries(queries), k)
+        return [[(int(row), float(score)) for row, score in zip(row_ids, row_scores, strict=True) if row >= 0]
+                for row_ids, row_scores in zip(rows, scores, strict=True)]
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        ids = self.index.ids
+        return [[Hit(ids[row], score) for row, score in ranked] for ranked in self.ranking(queries, k)]
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "model": str(self.embedder.path), "index": self.index.kind,
+                "dense": self.variant, "query_prefix": self.config.query_prefix}
+
+
+class Bm25Retriever(RetrieverMethod):
+    """BM25 over stemmed words; services sharing no word with the query are not returned."""
+
+    name = "bm25"
+
+    def __init__(self, corpus: Corpus, config: RetrievalConfig, index: Bm25Index,
+                 variant: dict[str, object] | None = None) -> None:
+        super().__init__(corpus, config)
+        self.index = index
+        self.variant = variant or {}
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        ids = self.index.ids
+        return [[Hit(ids[row], score) for row, score in ranked] for ranked in self.index.search(queries, k)]
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "bm25": self.variant}
+
+
+class HybridRetriever(RetrieverMethod):
+    """Reciprocal rank fusion of the dense and BM25 rankings."""
+
+    name = "hybrid"
+
+    def __init__(self, corpus: Corpus, config: RetrievalConfig, dense: DenseRetriever, bm25: Bm25Retriever) -> None:
+        super().__init__(corpus, config)
+        self.dense = dense
+        self.bm25 = bm25
+
+    def depth(self, k: int) -> int:
+        """How far down each ranking enters the fusion: the configured depth (0 = all), never less than k."""
+        depth = self.config.fusion_depth or self.size
+        return min(self.size, max(depth, k))
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        depth = self.depth(k)
+        ids = self.dense.index.ids  # row i of both indexes is this service (the corpus's order)
+        _, dense_rows = self.dense.index.search(self.dense.embedder.encode_queries(queries), depth)
+        lexical = self.bm25.index.search(queries, depth)
+        results = []
+        for dense_ranking, bm25_ranking in zip(dense_rows, lexical, strict=True):
+            rankings = [dense_ranking[dense_ranking >= 0], np.array([row for row, _ in bm25_ranking], dtype=np.int64)]
+            fused = fuse_rows(rankings, len(ids), self.config.rrf_k, k)
+            results.append([Hit(ids[row], score) for row, score in fused])
+        return results
+
+    def describe(self) -> dict[str, object]:
+        return {**self.dense.describe(), "bm25": self.bm25.variant, "method": self.name,
+                "rrf_k": self.config.rrf_k, "fusion_depth": self.config.fusion_depth}
