@@ -26,16 +26,9 @@ def queries_file(tmp_path: Path) -> Path:
     return path
 
 
-def _cli(capsys, db: Path, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = run([*args, "--db", str(db)])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_eval_writes_a_run_and_resumes(db_path: Path, queries_file: Path, tmp_path: Path, capsys) -> None:
+def test_eval_writes_a_run_and_resumes(registry_db: Path, cli, queries_file: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    code, stdout, err = _cli(capsys, db_path, "eval", "--queries", str(queries_file), "--method", "bm25", "--k", "3",
+    code, stdout, err = cli("eval", "--queries", str(queries_file), "--method", "bm25", "--k", "3",
                              "--out", str(out), "--json")
     assert code == 0, err
     summary = json.loads(stdout)
@@ -53,32 +46,32 @@ def test_eval_writes_a_run_and_resumes(db_path: Path, queries_file: Path, tmp_pa
     assert len(q3["returned"]) <= 3 and set(q3) >= {"hit", "recall", "precision", "prompt_tokens",
                                                      "completion_tokens", "calls", "candidates_shown", "latency_s"}
 
-    code, stdout, _ = _cli(capsys, db_path, "eval", "-q", str(queries_file), "-m", "bm25", "-k", "3",
+    code, stdout, _ = cli("eval", "-q", str(queries_file), "-m", "bm25", "-k", "3",
                            "--out", str(out))
     assert code == 0
     assert "4 queries scored (5 from an earlier run)" in stdout
     assert "no correct service" in stdout
 
-    code, _, err = _cli(capsys, db_path, "eval", "-q", str(queries_file), "-m", "bm25", "-k", "5", "--out", str(out))
+    code, _, err = cli("eval", "-q", str(queries_file), "-m", "bm25", "-k", "5", "--out", str(out))
     assert code == 1 and "other settings" in err
 
 
-def test_default_run_folder_is_stable(db_path: Path, queries_file: Path, tmp_path: Path, capsys,
+def test_default_run_folder_is_stable(registry_db: Path, cli, queries_file: Path, tmp_path: Path, capsys,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     args = ("eval", "--queries", str(queries_file), "--method", "bm25", "--limit", "2", "--json")
-    first = json.loads(_cli(capsys, db_path, *args)[1])
+    first = json.loads(cli(*args)[1])
     assert first["queries"]["selected"] == 2
     assert Path(first["run_dir"]).parent == Path("runs")
     assert Path(first["run_dir"]).name.startswith("bench-bm25-")
-    second = json.loads(_cli(capsys, db_path, "eval", "--queries", str(queries_file), "--method", "bm25",
+    second = json.loads(cli("eval", "--queries", str(queries_file), "--method", "bm25",
                              "--json")[1])
     assert second["run_dir"] == first["run_dir"] and second["resumed_queries"] == 2
 
 
-def test_compare(db_path: Path, queries_file: Path, tmp_path: Path, capsys) -> None:
+def test_compare(registry_db: Path, cli, queries_file: Path, tmp_path: Path, capsys) -> None:
     for method in ("bm25", "hybrid"):
-        code, _, err = _cli(capsys, db_path, "eval", "-q", str(queries_file), "-m", method,
+        code, _, err = cli("eval", "-q", str(queries_file), "-m", method,
                             "--out", str(tmp_path / method), "--json")
         assert code == 0, err
     capsys.readouterr()
@@ -101,10 +94,10 @@ def test_compare(db_path: Path, queries_file: Path, tmp_path: Path, capsys) -> N
     ('[{"id": "q1", "query": "x", "correct_tools": {"id": "a"}}]', ["entry 0 (id 'q1')", "field 'correct_tools'"]),
     ("[{", ["not valid JSON"]),
 ])
-def test_malformed_query_file(db_path: Path, tmp_path: Path, capsys, content: str, needles: list[str]) -> None:
+def test_malformed_query_file(registry_db: Path, cli, tmp_path: Path, capsys, content: str, needles: list[str]) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
-    code, _, err = _cli(capsys, db_path, "eval", "--queries", str(path), "--method", "bm25", "--out",
+    code, _, err = cli("eval", "--queries", str(path), "--method", "bm25", "--out",
                         str(tmp_path / "r"))
     assert code == 1
     for needle in needles:
@@ -112,22 +105,23 @@ def test_malformed_query_file(db_path: Path, tmp_path: Path, capsys, content: st
     assert not (tmp_path / "r").exists()                       # nothing half-written
 
 
-def test_usage_and_empty_registry(db_path: Path, queries_file: Path, tmp_path: Path, home: Path, capsys) -> None:
-    assert _cli(capsys, db_path, "eval", "--method", "bm25")[0] == 2
-    assert _cli(capsys, db_path, "eval", "-q", str(queries_file), "--mode", "get_one")[0] == 2
-    code, _, err = _cli(capsys, db_path, "eval", "-q", str(queries_file), "--missing-tools", "maybe")
+def test_usage_and_empty_registry(registry_db: Path, cli, queries_file: Path, tmp_path: Path, home: Path,
+                                  capsys) -> None:
+    assert cli("eval", "--method", "bm25")[0] == 2
+    assert cli("eval", "-q", str(queries_file), "--mode", "get_one")[0] == 2
+    code, _, err = cli("eval", "-q", str(queries_file), "--missing-tools", "maybe")
     assert code == 1 and "missing_tools" in err
-    code, _, err = _cli(capsys, tmp_path / "empty.duckdb", "eval", "-q", str(queries_file), "--out",
-                        str(tmp_path / "r"))
+    code, _, err = cli("eval", "-q", str(queries_file), "--out",
+                        str(tmp_path / "r"), "--db", tmp_path / "empty.duckdb", db=False)
     assert code == 1 and "registry is empty" in err
 
 
-def test_changed_retrieval_settings_are_another_run(db_path: Path, queries_file: Path, tmp_path: Path, capsys,
+def test_changed_retrieval_settings_are_another_run(registry_db: Path, cli, queries_file: Path, tmp_path: Path, capsys,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     args = ("eval", "-q", str(queries_file), "-m", "bm25", "--out", str(tmp_path / "r"))
-    assert _cli(capsys, db_path, *args)[0] == 0
+    assert cli(*args)[0] == 0
     config = tmp_path / "k1.toml"
     config.write_text("[retrieval]\nbm25_k1 = 1.2\n")
     monkeypatch.setenv("A2X_CONFIG", str(config))
-    code, _, err = _cli(capsys, db_path, *args)
+    code, _, err = cli(*args)
     assert code == 1 and "method_info" in err          # BM25 parameters are part of what a run is

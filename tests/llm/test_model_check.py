@@ -7,7 +7,7 @@ from pathlib import Path
 
 from a2x_local.llm.model_check import GIB, RUNTIME_OVERHEAD_GIB, ModelCheck, check_model, estimate_memory
 from a2x_local.llm.models import ModelAlias
-from tests.llm.conftest import FAKE_PARAMETERS
+from tests.support.fake_model import FAKE_PARAMETERS
 
 
 def test_complete_folder_is_ready_and_parameters_come_from_the_headers(fake_model_dir: Path) -> None:

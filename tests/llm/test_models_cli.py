@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.cli import run
-from tests.llm.conftest import FAKE_PARAMETERS, write_fake_model
+from tests.support.fake_model import FAKE_PARAMETERS, write_fake_model
 
 
 @pytest.fixture

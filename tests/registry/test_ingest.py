@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.registry.conftest import snapshot
 from tests.support.paths import DATA, SAMPLE
 from tests.support.paths import REGISTRY_FIXTURES as FIXTURES
+from tests.support.registries import snapshot
 
 
 def write_json(path: Path, data: object) -> Path:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from a2x_local.cli import run
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.llm.scripted import ScriptedEngine
@@ -20,13 +18,6 @@ from a2x_local.settings import load_settings
 from tests.search.a2x_helpers import Oracle, sample_tree, services_for, store_registry_and_tree
 
 WANTED = {"find hotels": {"h1", "h2"}}
-
-
-@pytest.fixture
-def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("A2X_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("A2X_DB", raising=False)
-    return tmp_path / "registry.duckdb"
 
 
 def test_the_four_methods_are_registered_with_their_modes():
@@ -81,31 +72,24 @@ def test_unknown_options_name_the_method(db_path):
         make_method("a2x", load_settings(db=db_path), db_path, rrf_k=3)
 
 
-def _cli(capsys, *args):
-    capsys.readouterr()
-    code = run([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_cli_refusals_exit_1_before_any_model_loads(db_path, capsys):
+def test_cli_refusals_exit_1_before_any_model_loads(db_path, cli):
     store_registry_and_tree(db_path, sample_tree(), stale=True)
-    code, _, err = _cli(capsys, "search", "find hotels", "--method", "a2x", "--db", db_path,
+    code, _, err = cli("search", "find hotels", "--method", "a2x",
                         "--model", "/nonexistent/model")
     assert code == 1 and "stale" in err and "hint" in err
-    code, out, _ = _cli(capsys, "search", "find hotels", "--method", "a2x+rescue", "--db", db_path, "--json")
+    code, out, _ = cli("search", "find hotels", "--method", "a2x+rescue", "--json")
     assert code == 1 and json.loads(out)["message"].startswith("the active tree")
 
 
-def test_cli_reports_a_model_that_is_not_available(db_path, capsys):
+def test_cli_reports_a_model_that_is_not_available(db_path, cli):
     store_registry_and_tree(db_path, sample_tree())
-    code, _, err = _cli(capsys, "search", "find hotels", "--method", "a2x", "--db", db_path,
+    code, _, err = cli("search", "find hotels", "--method", "a2x",
                         "--model", "no-such-model-alias")
     assert code == 1 and "no-such-model-alias" in err and "hint" in err
 
 
-def test_cli_mode_must_be_known(db_path, capsys):
-    code, _, _ = _cli(capsys, "search", "find hotels", "--method", "a2x", "--mode", "get_some", "--db", db_path)
+def test_cli_mode_must_be_known(db_path, cli):
+    code, _, _ = cli("search", "find hotels", "--method", "a2x", "--mode", "get_some")
     assert code == 2
 
 
@@ -124,9 +108,9 @@ def scripted_a2x():
     unregister_method("a2x-scripted")
 
 
-def test_cli_json_carries_costs_and_the_trace(db_path, capsys, scripted_a2x):
+def test_cli_json_carries_costs_and_the_trace(db_path, cli, scripted_a2x):
     store_registry_and_tree(db_path, sample_tree())
-    code, out, _ = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path, "--json",
+    code, out, _ = cli("search", "find hotels", "--method", scripted_a2x, "--json",
                         "--mode", "get_all", "-o", "merge_threshold=0")
     assert code == 0
     data = json.loads(out)
@@ -138,27 +122,27 @@ def test_cli_json_carries_costs_and_the_trace(db_path, capsys, scripted_a2x):
     assert root["selected"] == ["root/1"] and root["pruned"] == ["root/2", "root/3"]
 
 
-def test_cli_trace_prints_the_walk(db_path, capsys, scripted_a2x):
+def test_cli_trace_prints_the_walk(db_path, cli, scripted_a2x):
     store_registry_and_tree(db_path, sample_tree())
-    code, out, _ = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path, "--trace")
+    code, out, _ = cli("search", "find hotels", "--method", scripted_a2x, "--trace")
     assert code == 0
     assert "✓ Travel" in out and "✓ Hotels" in out and "✗ Finance" in out and "✗ Flights" in out
     assert "selection" in out and "h1, h2" in out
 
 
-def test_cli_empty_query_is_a_user_error(db_path, capsys, scripted_a2x):
+def test_cli_empty_query_is_a_user_error(db_path, cli, scripted_a2x):
     store_registry_and_tree(db_path, sample_tree())
-    code, _, err = _cli(capsys, "search", "  ", "--method", scripted_a2x, "--db", db_path)
+    code, _, err = cli("search", "  ", "--method", scripted_a2x)
     assert code == 1 and "empty" in err
 
 
-def test_an_imported_tree_is_searched_like_a_built_one(db_path, tmp_path, capsys, scripted_a2x):
+def test_an_imported_tree_is_searched_like_a_built_one(db_path, tmp_path, cli, scripted_a2x):
     store_registry_and_tree(db_path)
     file = tmp_path / "taxonomy.json"
     file.write_text(json.dumps(sample_tree().to_nested()), encoding="utf-8")
-    code, _, err = _cli(capsys, "tree", "import", file, "--db", db_path)
+    code, _, err = cli("tree", "import", file)
     assert code == 0, err
-    code, out, _ = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path, "--json")
+    code, out, _ = cli("search", "find hotels", "--method", scripted_a2x, "--json")
     assert code == 0
     data = json.loads(out)
     assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]
@@ -166,5 +150,5 @@ def test_an_imported_tree_is_searched_like_a_built_one(db_path, tmp_path, capsys
     # Adding a service makes the imported tree stale, exactly like a built one.
     with connect(db_path) as con:
         Registry(con).insert(list(services_for(["new1"]).values()))
-    code, _, err = _cli(capsys, "search", "find hotels", "--method", scripted_a2x, "--db", db_path)
+    code, _, err = cli("search", "find hotels", "--method", scripted_a2x)
     assert code == 1 and "stale" in err

@@ -11,7 +11,7 @@ from a2x_local.errors import UserError
 from a2x_local.search.retrieval.bm25 import Bm25Index, Bm25Tokenizer, split_identifiers, top_rows
 from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
 from a2x_local.search.retrieval.text import service_texts
-from tests.search.registry_fixture import SERVICES
+from tests.support.registries import SERVICES
 
 
 def test_split_identifiers() -> None:

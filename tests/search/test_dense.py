@@ -14,7 +14,7 @@ from a2x_local.llm import resolve_embedding_model as resolve_model
 from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
 from a2x_local.search.retrieval.dense import DenseIndex, Embedder
 from a2x_local.search.retrieval.text import service_texts
-from tests.search.registry_fixture import SERVICES
+from tests.support.registries import SERVICES
 
 IDS = [s.id for s in SERVICES]
 

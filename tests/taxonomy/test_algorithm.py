@@ -12,7 +12,7 @@ from a2x_local.taxonomy.report import build_report
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import child_id
-from tests.taxonomy.conftest import Recorder, small_config, synthetic
+from tests.taxonomy.helpers import Recorder, small_config, synthetic
 from tests.taxonomy.rules import DomainRule, categories_json
 
 

@@ -11,7 +11,8 @@ import pytest
 from a2x_local.db import connect
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.runner import run_build
-from tests.taxonomy.conftest import make_registry, small_config
+from tests.support.registries import make_registry
+from tests.taxonomy.helpers import small_config
 
 pytestmark = pytest.mark.engine
 

@@ -16,7 +16,8 @@ from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from tests.support.engines import patch_make_engine
-from tests.taxonomy.conftest import make_registry, small_config, synthetic
+from tests.support.registries import make_registry
+from tests.taxonomy.helpers import small_config, synthetic
 
 SMALL = ["--leaf-size", "15", "--max-children", "8", "--keyword-threshold", "150", "--keyword-merge", "stem"]
 

@@ -11,7 +11,8 @@ from a2x_local.errors import InputError
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import to_dot, to_exchange
 from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
-from tests.taxonomy.conftest import make_registry, synthetic
+from tests.support.registries import make_registry
+from tests.taxonomy.helpers import synthetic
 
 KNOWN = {"w1", "w2", "t1", "t2", "m1"}
 

@@ -24,7 +24,8 @@ from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
-from tests.taxonomy.conftest import make_registry, small_config, synthetic
+from tests.support.registries import make_registry
+from tests.taxonomy.helpers import small_config, synthetic
 from tests.taxonomy.rules import DomainRule
 
 # Two levels are enough for storage and resume; the algorithm tests cover depth three.

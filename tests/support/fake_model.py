@@ -1,11 +1,10 @@
-"""Fixtures for the llm tests that need no model: a small complete model folder made of real file formats."""
+"""A small, complete model folder made of real file formats (config, tokenizer, safetensors), for the llm tests that
+need no model to run."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
 
 from a2x_local.llm.tiny_model import CHATML_TEMPLATE, SPECIAL_TOKENS
 
@@ -47,8 +46,3 @@ def write_fake_model(target: Path, *, shards: int = 1) -> Path:
         weight_map.update({n: shard for n in part})
     (target / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     return target
-
-
-@pytest.fixture
-def fake_model_dir(tmp_path: Path) -> Path:
-    return write_fake_model(tmp_path / "models" / "Fake-1B-Instruct", shards=2)

@@ -1,15 +1,18 @@
-"""A ten-service registry whose right answers are obvious, shared by the search and evaluation tests."""
+"""Registries for tests: a ten-service registry whose right answers are obvious, the real ToolRet catalogue, and a
+snapshot of everything an ingest could change (to prove that a failed one changed nothing)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
-import pytest
+import duckdb
 
 from a2x_local.db import connect, transaction
 from a2x_local.registry import Registry, Service
-from a2x_local.settings import Settings, load_settings
+from tests.support.paths import TOOLRET
 
 
 def _schema(*names: str) -> dict:
@@ -34,27 +37,33 @@ SERVICES = [
 ]
 
 
-def make_registry(db_path: Path, services: Sequence[Service] = SERVICES) -> Path:
-    """Create (or add to) the registry at ``db_path``."""
+def make_registry(db_path: Path, services: Iterable[Service] = SERVICES) -> Path:
+    """Create (or add to) the registry at ``db_path`` in one transaction; returns the path."""
     with connect(db_path) as con, transaction(con):
         Registry(con).insert(list(services))
     return db_path
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty A2X_HOME, so no user configuration leaks into a test."""
-    monkeypatch.setenv("A2X_HOME", str(tmp_path / "home"))
-    for name in ("A2X_DB", "A2X_CONFIG", "A2X_CONFIG_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path / "home"
+@cache
+def _toolret() -> tuple[Service, ...]:
+    data = json.loads((TOOLRET / "services.json").read_text(encoding="utf-8"))
+    return tuple(sorted((Service(d["id"], d["type"], d["name"], d["description"], d.get("metadata", {}))
+                         for d in data), key=lambda s: s.id))
 
 
-@pytest.fixture
-def db_path(tmp_path: Path, home: Path) -> Path:
-    return make_registry(tmp_path / "registry.duckdb")
+def toolret_services() -> list[Service]:
+    """All 1,839 ToolRet services (data/toolret), in id order; read once per session."""
+    return list(_toolret())
 
 
-@pytest.fixture
-def settings(db_path: Path) -> Settings:
-    return load_settings(db=db_path)
+def snapshot(db_path: Path) -> tuple:
+    """Everything an ingest could change: all service rows and all ingest runs."""
+    if not db_path.exists():
+        return ()
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        services = con.execute("SELECT * FROM services ORDER BY id").fetchall()
+        runs = con.execute("SELECT * FROM ingest_runs ORDER BY id").fetchall()
+    finally:
+        con.close()
+    return services, runs
