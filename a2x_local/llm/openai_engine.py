@@ -92,7 +92,7 @@ class OpenAIEngine(Engine):
         except openai.APIConnectionError as exc:
             raise self._down_error(exc) from exc
         except openai.APIStatusError as exc:
-            raise UserError(f"{self.base_url}/models answered HTTP {exc.status_code}: {exc.message}",
+            raise UserError(f"{self.base_url}/models answered HTTP {exc.status_code}: {_detail(exc)}",
                             hint="Is this an OpenAI-compatible server? Check --base-url.") from exc
         names = [m.id for m in served]
         wanted = [self._model] if self._model else self._candidates
@@ -160,6 +160,10 @@ class OpenAIEngine(Engine):
         except openai.APIStatusError as exc:
             return RawOutput("", 0, 0, "error",
                              error=f"the server rejected the request (HTTP {exc.status_code}): {_detail(exc)}")
+        if not getattr(response, "choices", None):
+            # A proxy's HTML page or an empty JSON object answered with 200: fail this request, not the round.
+            shown = response[:200] if isinstance(response, str) else "no choices"
+            return RawOutput("", 0, 0, "error", error=f"the server's answer is not a chat completion: {shown!r}")
         choice = response.choices[0]
         usage = response.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
@@ -193,4 +197,7 @@ def _detail(exc: Any) -> str:
         inner = body["error"] if isinstance(body.get("error"), dict) else body
         if inner.get("message"):
             return str(inner["message"])[:500]
+    elif isinstance(body, str) and body.strip():
+        # A plain-text error page (a proxy's "Bad Gateway"); the openai client keeps only the status in its message.
+        return body.strip()[:500]
     return str(getattr(exc, "message", exc))[:500]
