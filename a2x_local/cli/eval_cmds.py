@@ -51,7 +51,7 @@ def _usage(message: str, hint: str) -> typer.BadParameter:
     return typer.BadParameter(message, param_hint=hint)
 
 
-PlotsOption = Annotated[bool, typer.Option("--plots/--no-plots", help="Draw PNG plots (needs the [plots] extra).")]
+PlotsOption = Annotated[bool, typer.Option("--plots/--no-plots", help="Draw PNG plots (needs the \\[plots] extra).")]
 
 
 @eval_app.callback()

@@ -8,11 +8,10 @@ from a2x_local.search.methods import (
     method_spec,
     parse_option_pairs,
 )
-from a2x_local.search.retrieval.indexing import IndexReport, build_indexes
+from a2x_local.search.retrieval.indexing import build_indexes
 from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
-    "IndexReport",
     "ProgressFactory",
     "SearchAnswer",
     "SearchMethod",

@@ -1,0 +1,58 @@
+"""docs/cli.md is generated from the CLI by scripts/gen_cli_docs.py and must match what the CLI says now."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "gen_cli_docs.py"
+DOCS = ROOT / "docs" / "cli.md"
+HINT = "run .venv/bin/python scripts/gen_cli_docs.py"
+
+
+@pytest.fixture(scope="module")
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_cli_docs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docs_cli_md_is_current(generator: ModuleType):
+    expected = generator.render()
+    current = DOCS.read_text(encoding="utf-8") if DOCS.is_file() else ""
+    if current != expected:
+        diff = "".join(list(difflib.unified_diff(current.splitlines(True), expected.splitlines(True), "docs/cli.md",
+                                                 "generated", n=1))[:60])
+        pytest.fail(f"docs/cli.md is stale: {HINT}\n{diff}")
+
+
+def test_reference_covers_every_command_and_is_plain_markdown(generator: ModuleType, monkeypatch: pytest.MonkeyPatch):
+    text = generator.render()
+    assert "\x1b[" not in text, "ANSI escape codes in the generated reference"
+    assert "scripts/gen_cli_docs.py" in text.splitlines()[2]
+    for heading in ("## a2x-local search", "### a2x-local services list", "### a2x-local eval compare",
+                    "### a2x-local tree import"):
+        assert f"\n{heading}\n" in text
+    assert "- `--method`, `-m` `str`:" in text
+    # Nothing depends on the terminal: another width gives the same bytes.
+    monkeypatch.setenv("COLUMNS", "37")
+    assert generator.render() == text
+
+
+def test_check_mode_fails_on_a_stale_file(generator: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    stale = tmp_path / "cli.md"
+    stale.write_text("# old\n", encoding="utf-8")
+    assert generator.main(["--check", "--file", str(stale)]) == 1
+    assert HINT in capsys.readouterr().err
+    assert generator.main(["--file", str(stale)]) == 0
+    assert generator.main(["--check", "--file", str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == generator.render()
