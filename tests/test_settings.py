@@ -43,3 +43,35 @@ def test_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_deep_merge_keeps_unrelated_keys() -> None:
     assert deep_merge({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}}) == {"a": {"x": 1, "y": 3}, "b": 1}
+
+
+def _section_configs() -> list[type]:
+    """Every typed configuration table in the package (importing every light module first)."""
+    import importlib
+    import pkgutil
+
+    import a2x_local
+    from a2x_local.settings import SectionConfig
+
+    for module in pkgutil.walk_packages(a2x_local.__path__, "a2x_local."):
+        if not module.name.endswith(("_engine", "guidance_processor")):
+            importlib.import_module(module.name)
+    found, stack = [], list(SectionConfig.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+@pytest.mark.parametrize("name", ["example.toml", "smoke-tiny.toml"])
+def test_the_shipped_example_configs_are_valid_for_every_table(name: str, tmp_path: Path) -> None:
+    from a2x_local.llm import load_aliases
+    from tests.support.paths import ROOT
+
+    settings = load_settings(environ={"A2X_HOME": str(tmp_path), "A2X_CONFIG": str(ROOT / "configs" / name)})
+    tables = _section_configs()
+    assert len(tables) >= 7
+    for table in tables:
+        table.from_settings(settings)           # raises UserError naming the table on an unknown key or bad value
+    assert load_aliases(settings)

@@ -45,16 +45,19 @@ def engine_startup(label: str) -> Iterator[None]:
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with path.open("a", encoding="utf-8") as log:
+    streams = sys.stdout, sys.stderr
+    with path.open("a", encoding="utf-8", buffering=1) as log:
         log.write(f"\n=== starting {label} ===\n")
         log.flush()
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
+        # Python-level writers too, in case sys.stdout/sys.stderr are not the plain descriptors (a test harness).
+        sys.stdout = sys.stderr = log
         try:
             yield
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            log.flush()
+            sys.stdout, sys.stderr = streams
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])

@@ -59,6 +59,9 @@ def build_tiny_model(target: Path, *, seed: int = 0) -> Path:
     """Write tokenizer, config and random weights (float32 safetensors, ~3.5 MB) into ``target``."""
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # its "Writing model shards" bar says nothing to a user
 
     target.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(target)
