@@ -20,7 +20,7 @@ def test_batches_keep_their_bounds():
 def test_an_insertion_changes_a_few_batches_not_every_later_one():
     for size in (15, 50):
         before = {tuple(batch) for batch in chunks(ITEMS, size, "content")}
-        changed = ITEMS[:100] + ["service_new"] + ITEMS[100:]
+        changed = [*ITEMS[:100], "service_new", *ITEMS[100:]]
         after = {tuple(batch) for batch in chunks(changed, size, "content")}
         assert len(after - before) <= 3, size
         fixed_before = {tuple(batch) for batch in chunks(ITEMS, size, "fixed")}
