@@ -11,7 +11,7 @@ similar by embedding: named "embedding similarity" wherever it is reported, sinc
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +100,8 @@ def placement_request(service: Service, config: LifecycleConfig) -> str:
     return f"I need a service that does this: {' '.join(service.name.split())}: {description}"
 
 
-def _ends(tree: Tree, decisions: Mapping[str, Any], node_id: str, generic_limit: Any) -> tuple[list[str], str | None]:
+def _ends(tree: Tree, decisions: Mapping[str, Any], node_id: str,
+          generic_limit: Callable[[int], int]) -> tuple[list[str], str | None]:
     """The nodes where a walk from ``node_id`` ends, and a note when it stopped above the leaves."""
     node = tree.node(node_id)
     decision = decisions.get(node_id)
@@ -121,7 +122,8 @@ def _ends(tree: Tree, decisions: Mapping[str, Any], node_id: str, generic_limit:
 
 
 def place_by_model(settings: Settings, tree: Tree, services: Mapping[str, Service], service_ids: Sequence[str],
-                   engine: Engine, config: LifecycleConfig, generic_limit: Any) -> dict[str, Placement]:
+                   engine: Engine, config: LifecycleConfig,
+                   generic_limit: Callable[[int], int]) -> dict[str, Placement]:
     """Walk every service down ``tree`` in one batched descent; ``generic_limit(n)`` is the build's rule."""
     if not service_ids:
         return {}
@@ -154,7 +156,7 @@ def place_by_embedding(tree: Tree, services: Mapping[str, Service], service_ids:
     """Each service into its most similar leaf (cosine similarity of normalised embeddings)."""
     if not service_ids:
         return {}
-    leaves = [leaf for leaf in tree.leaves()]
+    leaves = tree.leaves()
     model = load_embedding_model(resolve_embedding_model(config.embedding_model))
     leaf_vectors = model.encode([leaf_text(tree, leaf, services, config.embedding_leaf_examples) for leaf in leaves],
                                 normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
