@@ -1,11 +1,17 @@
 #!/usr/bin/env python
-"""Cost of a full taxonomy build of ToolRet (1,839 services) with the scripted engine: rounds and prompt tokens.
+"""Cost of a full taxonomy build of ToolRet (1,839 services) with the scripted engine: rounds and prompt tokens;
+then the cost of a cached rebuild after 1% of the services changed.
 
 The scripted engine (`taxonomy/scripted_policy.py`) answers every call deterministically, and prompt tokens are
 counted with a real Qwen tokenizer (quicktok), so the numbers are what a Qwen model would be sent. The build
-runs through the real runner (DuckDB file, a checkpoint after every round). Prints JSON: engine rounds,
-requests per round, prompt/completion tokens per call type and in total, tree shape, vocabulary sizes, and the
-targets (at most 30 sequential rounds, fewer than 3 M prompt tokens).
+runs through the real runner (DuckDB file, a checkpoint after every round) with the answer cache on, as
+`a2x-local build` runs it. Then `--changed-share` of the registry changes through `ingest --sync` (a third of
+it rewritten, a third removed, a third new services from data/publicmcp) and the registry is built again: only
+prompts that differ from the first build's reach the model (`cached_rebuild`; a deterministic model answers an
+unchanged prompt the same way, which is what the cache relies on and what the scripted engine does).
+Prints JSON: engine rounds, requests per round, prompt/completion tokens per call type and in total, tree shape,
+vocabulary sizes, the targets (at most 30 sequential rounds, fewer than 3 M prompt tokens), and last
+``cached_rebuild``.
 
     .venv/bin/python scripts/bench_build.py                   # default [build] settings (embedding merge)
     .venv/bin/python scripts/bench_build.py --merge stem      # no embedding model needed
@@ -26,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DEFAULT_SERVICES = ROOT / "data" / "toolret" / "services.json"
+NEW_SERVICES = ROOT / "data" / "publicmcp" / "services.json"
 MAX_ROUNDS = 30
 MAX_PROMPT_TOKENS = 3_000_000
 
@@ -34,9 +41,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--services", type=Path, default=DEFAULT_SERVICES, help="JSON list of services")
     parser.add_argument("--merge", choices=("embedding", "stem"), default=None, help="keyword merge method")
+    parser.add_argument("--changed-share", type=float, default=0.01, help="share of services changed before the "
+                        "cached rebuild")
+    parser.add_argument("--batch-boundaries", choices=("content", "fixed"), default=None,
+                        help="where service batches end (default: [build] batch_boundaries)")
     args = parser.parse_args()
 
     from a2x_local.db import connect
+    from a2x_local.llm.cache import AnswerCache, CachedEngine
     from a2x_local.llm.scripted import ScriptedEngine
     from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
@@ -45,16 +57,20 @@ def main() -> None:
     from a2x_local.taxonomy.runner import run_build
     from a2x_local.taxonomy.scripted_policy import WordPolicy
 
-    config = build_config(load_settings(), keyword_merge=args.merge)
+    overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries}
+    config = build_config(load_settings(), **overrides)
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.duckdb"
         with connect(db) as con:
             ingest(con, [args.services])
             services = Registry(con).all()
-        engine = ScriptedEngine(WordPolicy(services))
+        cache = AnswerCache(db)
+        engine = CachedEngine(ScriptedEngine(WordPolicy(services)), cache)
         started = time.perf_counter()
         outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
         seconds = time.perf_counter() - started
+        rebuild, update = cached_rebuild(db, Path(folder), services, config, cache, args.changed_share, outcome,
+                                         overrides)
     report = outcome.report
     usage = report["usage"]
     total = usage["total"]
@@ -83,7 +99,84 @@ def main() -> None:
             "max_rounds": MAX_ROUNDS, "rounds_ok": report["engine_rounds"] <= MAX_ROUNDS,
             "max_prompt_tokens": MAX_PROMPT_TOKENS, "prompt_tokens_ok": total["prompt_tokens"] < MAX_PROMPT_TOKENS,
         },
+        "answers_from_cache_within_the_build": total["cached"],
+        "incremental_update": update,
+        "cached_rebuild": rebuild,
     }, indent=2))
+
+
+def changed_export(services: list, share: float, folder: Path) -> tuple[Path, dict[str, int]]:
+    """The registry with ``share`` of it changed: a third rewritten, a third removed, a third new (publicmcp)."""
+    import random
+
+    count = max(3, round(share * len(services)))
+    rng = random.Random(0)
+    picked = rng.sample(range(len(services)), 2 * (count // 3) + count % 3)
+    rewrite, remove = picked[: count // 3 + count % 3], set(picked[count // 3 + count % 3:])
+    rows = [s.to_dict() for k, s in enumerate(services) if k not in remove]
+    by_id = {row["id"]: row for row in rows}
+    for k in rewrite:
+        by_id[services[k].id]["description"] += " It now also accepts a list of inputs in one call."
+    fresh = json.loads(NEW_SERVICES.read_text(encoding="utf-8"))
+    rows += rng.sample(fresh, count // 3)
+    path = folder / "changed.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return path, {"rewritten": len(rewrite), "removed": len(remove), "added": count // 3}
+
+
+def cached_rebuild(db: Path, folder: Path, services: list, config, cache, share: float, full,
+                   overrides: dict) -> tuple[dict, dict]:
+    """Sync a changed export; place the changes into the built tree (the nightly job's update), then rebuild with
+    the same answer cache; compare what each sent with the full build."""
+    from a2x_local.db import connect
+    from a2x_local.lifecycle import run_update
+    from a2x_local.llm.cache import CachedEngine
+    from a2x_local.llm.scripted import ScriptedEngine
+    from a2x_local.registry import sync
+    from a2x_local.registry.store import Registry
+    from a2x_local.settings import load_settings
+    from a2x_local.taxonomy.runner import run_build
+    from a2x_local.taxonomy.scripted_policy import WordPolicy
+
+    export, kinds = changed_export(services, share, folder)
+    with connect(db) as con:
+        report = sync(con, [export], max_remove_share=1.0)
+        changed = Registry(con).all()
+    full_tokens = full.report["usage"]["total"]["prompt_tokens"]
+    engine = CachedEngine(ScriptedEngine(WordPolicy(changed)), cache)
+    started = time.perf_counter()
+    placed = run_update(load_settings(db=db), load_engine=lambda: engine, model="scripted-word-policy",
+                        activate=False, close_engine=False,
+                        build_overrides={k: v for k, v in overrides.items() if v is not None})
+    used = placed.usage.total()
+    update = {
+        "placed": len(placed.placements), "removed": len(placed.changes.removed),
+        "kept_above_the_leaves": sum(1 for p in placed.placements.values() if p.note),
+        "leaves_resplit": len(placed.split), "prompt_tokens": used.prompt_tokens,
+        "share_of_full": round(used.prompt_tokens / full_tokens, 4),
+        "prompt_tokens_by_call_type": {label: s.prompt_tokens for label, s in placed.usage.by_label.items()},
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
+    started = time.perf_counter()
+    outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
+    seconds = time.perf_counter() - started
+    sent = outcome.report["usage"]["total"]
+    by_type = outcome.report["usage"]["by_call_type"]
+    rebuild = {
+        "changed_share": share,
+        "changes": kinds | {"sync": report.counts()},
+        "prompt_tokens": sent["prompt_tokens"],
+        "full_build_prompt_tokens": full_tokens,
+        "share_of_full": round(sent["prompt_tokens"] / full_tokens, 4),
+        "requests_sent": sent["calls"],
+        "answers_from_cache": sent["cached"],
+        "prompt_tokens_saved": sent["cached_prompt_tokens"],
+        "prompt_tokens_sent_by_call_type": {label: s["prompt_tokens"] for label, s in by_type.items()},
+        "engine_rounds": outcome.report["engine_rounds"],
+        "wall_seconds": round(seconds, 1),
+        "engine": "scripted (WordPolicy); a deterministic model at temperature 0 sends the same prompts",
+    }
+    return rebuild, update
 
 
 if __name__ == "__main__":

@@ -59,12 +59,21 @@ PUBLIC_API: dict[str, list[str]] = {
         "registry_info",
         "run_evaluation",
     ],
+    "lifecycle": [
+        "EXIT_CODES",
+        "PLACEMENTS",
+        "NightlyRequest",
+        "run_nightly",
+        "run_update",
+        "summary_rows",
+    ],
     "llm": [
         "ALIASES_FILE",
         "BUILTIN_MINILM",
         "ENGINE_NAMES",
         "ENGINE_OPTION_NAMES",
         "STRUCTURED_BACKENDS",
+        "AnswerCache",
         "Constraint",
         "Engine",
         "EngineName",
@@ -78,6 +87,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Usage",
         "alias_path",
         "build_tiny_model",
+        "cache_config",
         "check_ref",
         "engine_settings",
         "is_builtin_embedding",
@@ -87,6 +97,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "model_signature",
         "resolve_embedding_model",
         "send_startup_output_to",
+        "with_answer_cache",
     ],
     "registry": [
         "FORMATS",
@@ -96,7 +107,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "Registry",
         "RegistryConfig",
         "Service",
+        "SyncRefusedError",
+        "SyncReport",
         "ingest",
+        "sync",
     ],
     "search": [
         "ProgressFactory",
@@ -105,12 +119,15 @@ PUBLIC_API: dict[str, list[str]] = {
         "SearchRequest",
         "build_indexes",
         "check_queries",
+        "descend_tree",
         "make_method",
         "method_names",
         "method_spec",
         "parse_option_pairs",
+        "tree_search",
     ],
     "taxonomy": [
+        "BuildLock",
         "Tree",
         "TreeNode",
         "activate",
@@ -118,15 +135,19 @@ PUBLIC_API: dict[str, list[str]] = {
         "build_config",
         "build_running",
         "delete_build",
+        "diff_trees",
         "get_build",
         "import_tree",
         "list_builds",
         "load_active_tree",
         "load_tree",
         "load_usage",
+        "overfull_leaves",
         "read_tree_file",
+        "resplit_nodes",
         "run_build",
         "save_import",
+        "save_version",
         "summary_rows",
         "to_dot",
         "to_json",
@@ -138,7 +159,8 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
                "-v": "--verbose"}
 
 # Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
-ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "models check": {"model"}}
+ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "models check": {"model"},
+                                          "tree update": set(), "nightly": set()}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.

@@ -13,6 +13,7 @@ from a2x_local.cli.app import app
 from a2x_local.cli.common import (
     DbOption,
     JsonOption,
+    NoCacheOption,
     console,
     err_console,
     print_json,
@@ -20,7 +21,7 @@ from a2x_local.cli.common import (
     want_progress,
     with_engine_options,
 )
-from a2x_local.llm import EngineOptions, Result, Usage, make_engine
+from a2x_local.llm import EngineOptions, Result, Usage, make_engine, with_answer_cache
 from a2x_local.taxonomy import build_config, run_build, summary_rows
 
 _T = "Build thresholds (default: the \\[build] table of the config)"
@@ -75,6 +76,7 @@ def build_command(
     = None,
     keyword_merge: Annotated[str | None, typer.Option("--keyword-merge", metavar="embedding|stem",
                                                       rich_help_panel=_T, help="Vocabulary merging.")] = None,
+    no_cache: NoCacheOption = False,
     db: DbOption = None,
     json_output: JsonOption = False,
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
@@ -94,7 +96,7 @@ def build_command(
     label = engine_options.model or str(settings.section("engine")["model"])
 
     def load():
-        return make_engine(settings, engine_options)
+        return with_answer_cache(make_engine(settings, engine_options), settings, read=not no_cache)
 
     timeout = settings.lock_timeout_s
     if want_progress(json_output):

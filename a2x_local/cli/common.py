@@ -195,3 +195,7 @@ METHOD_FLAGS: dict[str, Any] = {
 }
 
 with_method_options = option_bundle("method", METHOD_FLAGS, MethodChoice.of)
+
+NoCacheOption = Annotated[bool, typer.Option(
+    "--no-cache", help="Ask the model afresh instead of reading the answers the registry's answer cache holds "
+                       "(the fresh answers replace them).")]

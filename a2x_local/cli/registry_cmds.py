@@ -6,12 +6,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from a2x_local.cli.app import app
 from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for
 from a2x_local.db import transaction
-from a2x_local.registry import FORMATS, ConflictError, IngestReport, Limits, Registry, RegistryConfig, ingest
+from a2x_local.registry import (
+    FORMATS,
+    ConflictError,
+    IngestReport,
+    Limits,
+    Registry,
+    RegistryConfig,
+    SyncRefusedError,
+    SyncReport,
+    ingest,
+    sync,
+)
 
 services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
 app.add_typer(services_app, name="services")
@@ -47,15 +59,28 @@ def ingest_command(
                                                "(ids become SERVER/TOOL); default: from the file.")] = None,
     max_description_chars: Annotated[int | None, typer.Option(help="Reject longer descriptions.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and report, write nothing.")] = False,
+    sync_registry: Annotated[bool, typer.Option("--sync", help="Make the registry equal the input: add, update, and "
+                                                "remove services the input no longer has.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --sync: remove services even beyond the allowed "
+                                        "share (\\[registry] sync_max_remove_share).")] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Load services from files or folders into the registry, all or nothing.
 
+    With --sync the registry afterwards holds exactly the input's services (a nightly export).
+
     Example: a2x-local ingest data/sample data/toolret/services.json --json
     """
     settings = settings_for(ctx, db)
-    limits = Limits.from_config(RegistryConfig.from_settings(settings, max_description_chars=max_description_chars))
+    config = RegistryConfig.from_settings(settings, max_description_chars=max_description_chars)
+    limits = Limits.from_config(config)
+    if force and not sync_registry:
+        raise typer.BadParameter("--force only applies to --sync", param_hint="--force")
+    if sync_registry:
+        _sync(settings, paths, config, limits, fmt=fmt, server=server, force=force, dry_run=dry_run,
+              json_output=json_output)
+        return
     with open_registry_db(settings) as con:
         try:
             report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)
@@ -70,6 +95,39 @@ def ingest_command(
     else:
         _print_report(report, settings.db_path)
         console.print(f"registry now holds {total:,} services")
+
+
+def _sync(settings, paths: list[Path], config: RegistryConfig, limits: Limits, *, fmt: str, server: str | None,
+          force: bool, dry_run: bool, json_output: bool) -> None:
+    with open_registry_db(settings) as con:
+        try:
+            report = sync(con, paths, max_remove_share=config.sync_max_remove_share, fmt=fmt, limits=limits,
+                          server=server, force=force, dry_run=dry_run)
+        except SyncRefusedError as exc:
+            if not json_output:
+                _print_sync(exc.report, settings.db_path, refused=True)
+            raise
+    if json_output:
+        print_json(report.to_dict())
+    else:
+        _print_sync(report, settings.db_path)
+
+
+def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
+    table = Table(title=f"Sync of {db}" + (" (refused: nothing changed)" if refused else
+                                           " (dry run: nothing changed)" if report.dry_run else ""))
+    table.add_column("change")
+    table.add_column("services", justify="right")
+    table.add_column("ids (first 10)", overflow="fold")
+    rows = (("added", report.added), ("updated", [c.id for c in report.updated]), ("removed", report.removed))
+    for label, ids in rows:
+        shown = ", ".join(ids[:10]) + (f" ... {len(ids) - 10:,} more" if len(ids) > 10 else "")
+        table.add_row(label, f"{len(ids):,}", escape(shown))
+    table.add_row("unchanged", f"{report.unchanged:,}", "")
+    console.print(table, highlight=False)
+    after = report.before + len(report.added) - len(report.removed)
+    verb = "would hold" if refused or report.dry_run else "now holds"
+    console.print(f"registry {verb} {after:,} services (before: {report.before:,})")
 
 
 @app.command("stats")

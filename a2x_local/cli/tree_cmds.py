@@ -68,7 +68,7 @@ def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOptio
                          no_wrap=column in ("id", "kind", "status", "created"))
     for r in records:
         leaves = r.stats.get("tree", {}).get("leaves", "")
-        note = r.error or r.source or ""
+        note = r.error or r.source or (f"from tree {r.parent_id}" if r.parent_id is not None else "")
         model = Path(r.model).name if r.model and "/" in r.model else (r.model or "")
         table.add_row(f"{r.id}{'*' if r.active else ''}", r.kind, r.status, r.created_at.strftime("%m-%d %H:%M"),
                       model, f"{r.service_count:,}", str(leaves), str(r.rounds), note[:80])

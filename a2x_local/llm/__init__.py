@@ -3,6 +3,7 @@ model aliases and checks, and the embedding models. Everything else in this pack
 
 from a2x_local.llm.accounting import Usage
 from a2x_local.llm.base import Engine
+from a2x_local.llm.cache import AnswerCache, cache_config, with_answer_cache
 from a2x_local.llm.config import ENGINE_NAMES, EngineName
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
 from a2x_local.llm.embedding import (
@@ -26,6 +27,7 @@ __all__ = [
     "ENGINE_NAMES",
     "ENGINE_OPTION_NAMES",
     "STRUCTURED_BACKENDS",
+    "AnswerCache",
     "Constraint",
     "Engine",
     "EngineName",
@@ -39,6 +41,7 @@ __all__ = [
     "Usage",
     "alias_path",
     "build_tiny_model",
+    "cache_config",
     "check_ref",
     "engine_settings",
     "is_builtin_embedding",
@@ -48,4 +51,5 @@ __all__ = [
     "model_signature",
     "resolve_embedding_model",
     "send_startup_output_to",
+    "with_answer_cache",
 ]

@@ -11,7 +11,8 @@ from rich.table import Table
 
 @dataclass
 class CallStats:
-    """Totals for one call type. ``calls`` counts every attempt sent to a model, retries included."""
+    """Totals for one call type. ``calls`` counts every attempt sent to a model, retries included; ``cached``
+    counts answers read from the answer cache instead (never sent), and the ``cached_*`` tokens what they saved."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -19,6 +20,9 @@ class CallStats:
     failures: int = 0
     retries: int = 0
     seconds: float = 0.0
+    cached: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
 
     def add(self, other: CallStats) -> None:
         for item in fields(self):
@@ -41,10 +45,12 @@ class Usage:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, label: str, *, calls: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0,
-               failures: int = 0, retries: int = 0, seconds: float = 0.0) -> None:
+               failures: int = 0, retries: int = 0, seconds: float = 0.0, cached: int = 0,
+               cached_prompt_tokens: int = 0, cached_completion_tokens: int = 0) -> None:
         with self._lock:
             stats = self.by_label.setdefault(label, CallStats())
-            stats.add(CallStats(calls, prompt_tokens, completion_tokens, failures, retries, seconds))
+            stats.add(CallStats(calls, prompt_tokens, completion_tokens, failures, retries, seconds, cached,
+                                cached_prompt_tokens, cached_completion_tokens))
 
     def count_round(self) -> None:
         with self._lock:
@@ -95,11 +101,16 @@ class Usage:
         """A rich table, one row per call type and a total row."""
         table = Table(title=title)
         table.add_column("call type", no_wrap=True, min_width=12)
-        for column in ("calls", "prompt", "completion", "failed", "retries", "seconds"):
+        # The cache columns only when the cache answered something, so uncached runs read as before.
+        cached = self.total().cached > 0
+        columns = ("calls", "prompt", "completion", "failed", "retries", "seconds")
+        for column in columns + (("from cache", "prompt saved") if cached else ()):
             table.add_column(column, justify="right", no_wrap=True)
         rows = [*sorted(self.by_label.items()), ("total", self.total())]
         for label, stats in rows:
-            table.add_row(label, f"{stats.calls:,}", f"{stats.prompt_tokens:,}", f"{stats.completion_tokens:,}",
-                          f"{stats.failures:,}", f"{stats.retries:,}", f"{stats.seconds:.1f}",
-                          style="bold" if label == "total" else None)
+            cells = [f"{stats.calls:,}", f"{stats.prompt_tokens:,}", f"{stats.completion_tokens:,}",
+                     f"{stats.failures:,}", f"{stats.retries:,}", f"{stats.seconds:.1f}"]
+            if cached:
+                cells += [f"{stats.cached:,}", f"{stats.cached_prompt_tokens:,}"]
+            table.add_row(label, *cells, style="bold" if label == "total" else None)
         return table

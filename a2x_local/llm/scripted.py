@@ -32,7 +32,8 @@ class ScriptedEngine(Engine):
         return self.context_window
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": self.name, "rule": getattr(self.rule, "__qualname__", repr(self.rule))}
+        # The rule's kind, not the object: two engines with the same rule are the same "model" (the answer cache).
+        return {"engine": self.name, "rule": getattr(self.rule, "__qualname__", type(self.rule).__qualname__)}
 
     def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
         self.batches.append(len(requests))

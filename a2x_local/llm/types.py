@@ -95,7 +95,8 @@ class Request:
 
 @dataclass
 class Result:
-    """One answer. ``ok`` is False when the text never validated; ``value`` is then None and ``error`` says why."""
+    """One answer. ``ok`` is False when the text never validated; ``value`` is then None and ``error`` says why.
+    ``cached``: read from the answer cache, never sent (no tokens, no attempts)."""
 
     text: str
     value: Any
@@ -105,6 +106,7 @@ class Result:
     seconds: float
     attempts: int = 1
     error: str | None = None
+    cached: bool = False
 
     @property
     def ok(self) -> bool:

@@ -5,6 +5,19 @@ from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.formats import FORMATS, Limits
 from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
 from a2x_local.registry.store import Registry
+from a2x_local.registry.sync import SyncRefusedError, SyncReport, sync
 from a2x_local.registry.types import Service
 
-__all__ = ["FORMATS", "ConflictError", "IngestReport", "Limits", "Registry", "RegistryConfig", "Service", "ingest"]
+__all__ = [
+    "FORMATS",
+    "ConflictError",
+    "IngestReport",
+    "Limits",
+    "Registry",
+    "RegistryConfig",
+    "Service",
+    "SyncRefusedError",
+    "SyncReport",
+    "ingest",
+    "sync",
+]

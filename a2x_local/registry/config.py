@@ -1,4 +1,5 @@
-"""The `[registry]` table: size limits of what a service may carry, and how long to wait for a busy database."""
+"""The `[registry]` table: size limits of what a service may carry, how long to wait for a busy database, and how
+much a sync may remove."""
 
 from __future__ import annotations
 
@@ -18,3 +19,4 @@ class RegistryConfig(SectionConfig):
     max_description_chars: int = Field(ge=1)
     max_name_chars: int = Field(ge=1)
     lock_timeout_s: float = Field(ge=0)
+    sync_max_remove_share: float = Field(ge=0, le=1)

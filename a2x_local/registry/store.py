@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -99,6 +100,10 @@ class Registry:
 
     def ids(self) -> set[str]:
         return {row[0] for row in self.con.execute("SELECT id FROM services").fetchall()}
+
+    def updated_since(self, when: datetime) -> set[str]:
+        """Ids of services added or rewritten after ``when``: a tree made then may hold them with older text."""
+        return {row[0] for row in self.con.execute("SELECT id FROM services WHERE updated_at > ?", [when]).fetchall()}
 
     def remove(self, ids: Sequence[str]) -> int:
         """Delete services by id; unknown ids are an error and nothing is deleted."""

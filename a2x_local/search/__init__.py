@@ -1,6 +1,7 @@
 """Search: every method (retrieval baselines in `retrieval/`, A2X descent and the LLM baselines in `llm/`) behind
 one batch interface, registered by name. Everything else in this package is private to it."""
 
+from a2x_local.search.llm.tree_api import descend_tree, tree_search
 from a2x_local.search.methods import (
     ProgressFactory,
     make_method,
@@ -18,8 +19,10 @@ __all__ = [
     "SearchRequest",
     "build_indexes",
     "check_queries",
+    "descend_tree",
     "make_method",
     "method_names",
     "method_spec",
     "parse_option_pairs",
+    "tree_search",
 ]

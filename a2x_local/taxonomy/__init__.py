@@ -2,10 +2,12 @@
 Everything else in this package is private to it."""
 
 from a2x_local.taxonomy.config import build_config
+from a2x_local.taxonomy.diff import diff_trees
 from a2x_local.taxonomy.export import to_dot, to_json
 from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
-from a2x_local.taxonomy.lock import build_running
+from a2x_local.taxonomy.lock import BuildLock, build_running
 from a2x_local.taxonomy.report import summary_rows
+from a2x_local.taxonomy.resplit import overfull_leaves, resplit_nodes
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.store import (
     activate,
@@ -18,8 +20,10 @@ from a2x_local.taxonomy.store import (
     load_usage,
 )
 from a2x_local.taxonomy.types import Tree, TreeNode
+from a2x_local.taxonomy.versions import save_version
 
 __all__ = [
+    "BuildLock",
     "Tree",
     "TreeNode",
     "activate",
@@ -27,15 +31,19 @@ __all__ = [
     "build_config",
     "build_running",
     "delete_build",
+    "diff_trees",
     "get_build",
     "import_tree",
     "list_builds",
     "load_active_tree",
     "load_tree",
     "load_usage",
+    "overfull_leaves",
     "read_tree_file",
+    "resplit_nodes",
     "run_build",
     "save_import",
+    "save_version",
     "summary_rows",
     "to_dot",
     "to_json",

@@ -47,7 +47,7 @@ def assign_requests(works: Sequence[NodeWork], services: Mapping[str, Service], 
                 user={"node_path": work.path, "categories": block, "services": numbered(lines)},
             )
 
-        pairs, unfit = fit_chunks(work.pending, config.assign_batch_size, make)
+        pairs, unfit = fit_chunks(work.pending, config.assign_batch_size, make, boundaries=config.batch_boundaries)
         if unfit:
             state.count("assign_unfit_services", len(unfit))
             work.failed.extend(unfit)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,19 +77,42 @@ def fitted_request(engine: Engine, config: BuildConfig, call_type: str, *, const
                    temperature=config.temperature, seed=config.seed, context=dict(context))
 
 
-def chunks(items: Sequence[str], size: int) -> list[list[str]]:
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+def _boundary_hash(item: str) -> int:
+    return int.from_bytes(hashlib.blake2b(item.encode(), digest_size=8).digest(), "big")
 
 
-def fit_chunks(items: Sequence[str], size: int,
-               make: Callable[[list[str]], Request | None]) -> tuple[list[tuple[list[str], Request]], list[str]]:
-    """Requests over chunks of ``items``; a chunk whose prompt does not fit is halved until it does.
+def chunks(items: Sequence[str], size: int, boundaries: str = "fixed") -> list[list[str]]:
+    """Batches of at most ``size`` items.
+
+    "fixed": every ``size`` items. "content": a batch also ends, once it holds half of ``size``, after an item
+    whose id hashes to a multiple of ⌊size/3⌋ (content-defined boundaries, as in deduplicating backups). Adding or
+    removing one service then changes only its own batch, not every batch after it, so a rebuild sends the other
+    batches' prompts unchanged and the answer cache answers them; batches hold about 3/4 of ``size`` on average.
+    """
+    if boundaries == "fixed" or size < 6:
+        return [list(items[i:i + size]) for i in range(0, len(items), size)]
+    least, every = (size + 1) // 2, size // 3
+    batches: list[list[str]] = []
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size or (len(batch) >= least and _boundary_hash(item) % every == 0):
+            batches.append(batch)
+            batch = []
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def fit_chunks(items: Sequence[str], size: int, make: Callable[[list[str]], Request | None], *,
+               boundaries: str = "fixed") -> tuple[list[tuple[list[str], Request]], list[str]]:
+    """Requests over chunks of ``items`` (see `chunks`); a chunk whose prompt does not fit is halved until it does.
 
     Returns the (chunk, request) pairs and the items that do not fit even alone.
     """
     planned: list[tuple[list[str], Request]] = []
     unfit: list[str] = []
-    todo = chunks(items, size)
+    todo = chunks(items, size, boundaries)
     while todo:
         chunk = todo.pop(0)
         request = make(chunk)

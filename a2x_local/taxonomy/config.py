@@ -47,6 +47,7 @@ class BuildConfig(SectionConfig):
     cross_domain_min_confidence: int = Field(ge=0, le=100)
     budget_chars_per_token: float = Field(gt=0.0)
     max_failed_fraction: float = Field(ge=0.0, le=1.0)
+    batch_boundaries: Literal["content", "fixed"]
     temperature: float = Field(ge=0.0)
     seed: int | None = None
 

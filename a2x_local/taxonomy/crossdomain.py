@@ -55,7 +55,8 @@ def pick_requests(state: BuildState, services: Mapping[str, Service], config: Bu
                 user={"domain": state.nodes[own].name, "domains": block, "services": numbered(lines)},
             )
 
-        pairs, unfit = fit_chunks(leaf.services, config.cross_domain_batch_size, make)
+        pairs, unfit = fit_chunks(leaf.services, config.cross_domain_batch_size, make,
+                                  boundaries=config.batch_boundaries)
         state.count("cross_domain_unfit_services", len(unfit))
         planned.extend(Planned(request, leaf.id, tuple(chunk)) for chunk, request in pairs)
     return planned
@@ -110,7 +111,8 @@ def place_requests(state: BuildState, services: Mapping[str, Service], config: B
                 user={"domain": state.nodes[target].name, "categories": block, "services": numbered(lines)},
             )
 
-        pairs, unfit = fit_chunks(by_domain[target], config.cross_domain_batch_size, make)
+        pairs, unfit = fit_chunks(by_domain[target], config.cross_domain_batch_size, make,
+                                  boundaries=config.batch_boundaries)
         state.count("cross_domain_unfit_services", len(unfit))
         planned.extend(Planned(request, target, tuple(chunk)) for chunk, request in pairs)
     return planned

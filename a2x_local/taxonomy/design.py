@@ -119,7 +119,9 @@ def apply_design(work: NodeWork, result: Result, config: BuildConfig, state: Bui
         work.note = "design failed" if not result.ok else "design had too few distinct categories"
         state.count("design_failed_nodes")
         return
-    work.drafts = drafts
+    # Name order, not the order the model listed them in: the same categories always give the same classification
+    # prompts (and so the same cached answers in a rebuild), whatever order a designer answers in.
+    work.drafts = sorted(drafts, key=lambda draft: draft.name.casefold())
     if is_root and config.root_validation_rounds > 0:
         work.status = VALIDATE
     else:

@@ -48,7 +48,7 @@ def keyword_requests(works: Sequence[NodeWork], services: Mapping[str, Service],
             lines = [service_line(services[s], config.assign_description_chars) for s in chunk]
             return _fitted(engine, config, work, chunk, lines, per_line)
 
-        pairs, unfit = fit_chunks(work.services, config.keyword_batch_size, make)
+        pairs, unfit = fit_chunks(work.services, config.keyword_batch_size, make, boundaries=config.batch_boundaries)
         state.count("keywords_unfit_services", len(unfit))
         planned.extend(Planned(request, work.node_id, tuple(chunk)) for chunk, request in pairs)
     return planned

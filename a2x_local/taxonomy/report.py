@@ -54,6 +54,11 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("requests per round (mean / max)",
          f"{report['requests_per_round']['mean']} / {report['requests_per_round']['max']}"),
         ("prompt / completion tokens", f"{total['prompt_tokens']:,} / {total['completion_tokens']:,}"),
+    ]
+    if total.get("cached"):
+        rows.append(("answers from the cache (prompt tokens saved)",
+                     f"{total['cached']:,} ({total['cached_prompt_tokens']:,})"))
+    rows += [
         ("failed answers", f"{total['failures']:,}"),
         ("wall time", f"{report['wall_seconds']:.1f} s"),
     ]

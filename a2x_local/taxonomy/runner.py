@@ -51,13 +51,14 @@ class _Run:
 
 def run_build(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], *, model: str,
               resume: bool = False, observer: RoundObserver | None = None, close_engine: bool = True,
-              lock_timeout_s: float = 30.0) -> BuildOutcome:
-    """Build (or resume) a tree, store it and make it active; every failure leaves a failed, resumable record."""
+              lock_timeout_s: float = 30.0, activate: bool = True) -> BuildOutcome:
+    """Build (or resume) a tree, store it and (``activate``) make it active; every failure leaves a failed,
+    resumable record. The nightly job builds with ``activate=False`` and switches only after its gate."""
     require_embedding(config)
     with BuildLock(db_path):
         run, services = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=lock_timeout_s)
         return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
-                        lock_timeout_s=lock_timeout_s)
+                        lock_timeout_s=lock_timeout_s, activate=activate)
 
 
 def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
@@ -117,7 +118,7 @@ def _resume_target(con: Any, config: BuildConfig, *, model: str, fingerprint: st
 
 def _execute(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], run: _Run,
              services: dict[str, Service], *, observer: RoundObserver | None, close_engine: bool,
-             lock_timeout_s: float) -> BuildOutcome:
+             lock_timeout_s: float, activate: bool) -> BuildOutcome:
     try:
         engine = load_engine()
     except A2XError as exc:
@@ -130,14 +131,15 @@ def _execute(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engin
     try:
         with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
             store.update_build(con, run.build_id, engine=engine.name, engine_settings=engine.describe())
-        return _loop(db_path, config, engine, run, services, observer=observer, lock_timeout_s=lock_timeout_s)
+        return _loop(db_path, config, engine, run, services, observer=observer, lock_timeout_s=lock_timeout_s,
+                     activate=activate)
     finally:
         if close_engine:
             engine.close()
 
 
 def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, services: dict[str, Service], *,
-          observer: RoundObserver | None, lock_timeout_s: float) -> BuildOutcome:
+          observer: RoundObserver | None, lock_timeout_s: float, activate: bool) -> BuildOutcome:
     state = run.state
     builder = Builder(state, services, config, engine, observer)
     started = time.perf_counter()
@@ -168,7 +170,7 @@ def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, service
         usage = totals()
         state.usage = usage.to_dict()           # what a resume starts counting from
         _checkpoint(db_path, run.build_id, state, usage.rounds, step or "done", lock_timeout_s)
-    return _complete(db_path, config, run, state, totals(), lock_timeout_s)
+    return _complete(db_path, config, run, state, totals(), lock_timeout_s, activate)
 
 
 def _checkpoint(db_path: Path, build_id: int, state: BuildState, rounds: int, stage: str,
@@ -181,7 +183,7 @@ def _checkpoint(db_path: Path, build_id: int, state: BuildState, rounds: int, st
 
 
 def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, usage: Usage,
-              lock_timeout_s: float) -> BuildOutcome:
+              lock_timeout_s: float, activate: bool) -> BuildOutcome:
     notes = []
     with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
         fingerprint = store.get_build(con, run.build_id).registry_fingerprint
@@ -195,7 +197,8 @@ def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, 
             store.save_usage(con, run.build_id, usage)
             store.update_build(con, run.build_id, status="completed", finished_at=datetime.now(), stats=report,
                                rounds=usage.rounds, wall_seconds=round(state.wall_seconds, 3), error=None)
-            store.activate(con, run.build_id)
+            if activate:
+                store.activate(con, run.build_id)
             store.prune_checkpoints(con, run.build_id, keep_round=None)
     tree.build_id = run.build_id
     return BuildOutcome(run.build_id, tree, report, run.resumed, notes)

@@ -81,7 +81,22 @@ class WordPolicy:
 
     def __call__(self, request: Request) -> str:
         context = request.context
+        if context.get("call") == "descend":      # incremental placement walks services down the tree
+            return self._descend(context, request.messages[-1]["content"])
         return getattr(self, f"_{context['step']}")(context)
+
+    def _descend(self, context: dict, prompt: str) -> str:
+        """At most two children named by one of the request's words; else the one whose word co-occurs most with
+        them in the registry; NONE when nothing relates."""
+        asked = content_words(context["query"])
+        children = [(number, name.strip().lower().replace(" ", "_"))
+                    for number, name in re.findall(r"^(\d+)\. ([^:]+):", prompt, flags=re.MULTILINE)]
+        chosen = [number for number, word in children if word in asked][:2]
+        if not chosen and children:
+            scores = [sum(self.together.get(word, Counter())[child] for word in asked) for _, child in children]
+            best = max(range(len(children)), key=lambda i: (scores[i], -i))
+            chosen = [children[best][0]] if scores[best] > 0 else []
+        return ",".join(chosen[: context["max_items"]]) or "NONE"
 
     # -- answers -----------------------------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class BuildRecord:
     error: str | None
     source: str | None
     active: bool
+    parent_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -46,7 +47,7 @@ class BuildRecord:
 
 
 _BUILD_COLUMNS = ("id, kind, status, created_at, finished_at, model, engine, registry_fingerprint, service_count,"
-                  " rounds, wall_seconds, prompt_hash, thresholds, engine_settings, stats, error, source")
+                  " rounds, wall_seconds, prompt_hash, thresholds, engine_settings, stats, error, source, parent_id")
 
 
 def _json(value: str | None) -> Any:
@@ -56,13 +57,14 @@ def _json(value: str | None) -> Any:
 def create_build(con: duckdb.DuckDBPyConnection, *, kind: str, registry_fingerprint: str, service_count: int,
                  model: str | None = None, engine: str | None = None, engine_settings: dict | None = None,
                  thresholds: dict | None = None, prompt_hash: str | None = None, source: str | None = None,
-                 status: str = "running") -> int:
-    """Record a new build or import and return its id."""
+                 status: str = "running", parent_id: int | None = None) -> int:
+    """Record a new build, import or update (``parent_id``: the tree it was made from) and return its id."""
     row = con.execute(
         "INSERT INTO builds (kind, created_at, status, model, engine, engine_settings, thresholds, prompt_hash,"
-        " registry_fingerprint, service_count, source) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        " registry_fingerprint, service_count, source, parent_id) VALUES (?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
         [kind, status, model, engine, json.dumps(engine_settings or {}), json.dumps(thresholds or {}),
-         prompt_hash, registry_fingerprint, service_count, source],
+         prompt_hash, registry_fingerprint, service_count, source, parent_id],
     ).fetchone()
     return int(row[0])
 
@@ -86,7 +88,7 @@ def _record(row: tuple, active: int | None) -> BuildRecord:
         id=row[0], kind=row[1], status=row[2], created_at=row[3], finished_at=row[4], model=row[5], engine=row[6],
         registry_fingerprint=row[7], service_count=row[8], rounds=row[9], wall_seconds=row[10],
         prompt_hash=row[11], thresholds=_json(row[12]), engine_settings=_json(row[13]), stats=_json(row[14]),
-        error=row[15], source=row[16], active=row[0] == active,
+        error=row[15], source=row[16], active=row[0] == active, parent_id=row[17],
     )
 
 
@@ -194,20 +196,22 @@ def save_usage(con: duckdb.DuckDBPyConnection, build_id: int, usage: Usage) -> N
     if not usage.by_label:
         return
     con.executemany(
-        "INSERT INTO build_usage VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [[build_id, label, s.calls, s.prompt_tokens, s.completion_tokens, s.failures, s.retries, s.seconds]
-         for label, s in sorted(usage.by_label.items())],
+        "INSERT INTO build_usage (build_id, call_type, calls, prompt_tokens, completion_tokens, failures, retries,"
+        " seconds, cached, cached_prompt_tokens, cached_completion_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [[build_id, label, s.calls, s.prompt_tokens, s.completion_tokens, s.failures, s.retries, s.seconds, s.cached,
+          s.cached_prompt_tokens, s.cached_completion_tokens] for label, s in sorted(usage.by_label.items())],
     )
 
 
 def load_usage(con: duckdb.DuckDBPyConnection, build_id: int) -> Usage:
     usage = Usage(rounds=get_build(con, build_id).rounds)
-    for label, calls, prompt, completion, failures, retries, seconds in con.execute(
-        "SELECT call_type, calls, prompt_tokens, completion_tokens, failures, retries, seconds"
-        " FROM build_usage WHERE build_id = ?", [build_id]
-    ).fetchall():
+    for label, calls, prompt, completion, failures, retries, seconds, cached, cached_prompt, cached_completion in (
+        con.execute("SELECT call_type, calls, prompt_tokens, completion_tokens, failures, retries, seconds, cached,"
+                    " cached_prompt_tokens, cached_completion_tokens FROM build_usage WHERE build_id = ?",
+                    [build_id]).fetchall()):
         usage.record(label, calls=calls, prompt_tokens=prompt, completion_tokens=completion, failures=failures,
-                     retries=retries, seconds=seconds)
+                     retries=retries, seconds=seconds, cached=cached, cached_prompt_tokens=cached_prompt,
+                     cached_completion_tokens=cached_completion)
     return usage
 
 

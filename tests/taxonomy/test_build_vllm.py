@@ -10,6 +10,7 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.calls import chunks
 from a2x_local.taxonomy.runner import run_build
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config
@@ -43,7 +44,8 @@ def test_build_with_the_tiny_model_on_vllm(tmp_path, toolret, vllm_engine):
                    and len(n.services) > config.leaf_max_services]
     assert len(unexplained) <= counters.get("nodes_left_unsplit", 0)
     assert used.rounds == outcome.report["engine_rounds"] >= 3
-    keyword_requests = -(-len(services) // config.keyword_batch_size)    # the root's batches (23)
+    keyword_requests = len(chunks(sorted(s.id for s in services), config.keyword_batch_size,
+                                  config.batch_boundaries))             # the root's batches
     keyword_calls = used.by_label["keywords"]
     assert keyword_calls.calls - keyword_calls.retries == keyword_requests and used.by_label["assign"].calls > 0
     assert {"keywords", "design_keywords", "validate_root", "assign"} <= set(used.by_label)

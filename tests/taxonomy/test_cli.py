@@ -46,7 +46,8 @@ def built(template, db_path):
 
 def test_build_json_reports_rounds_tokens_and_shape(cli, db_path, toolret_subset, scripted_engine, template):
     make_registry(db_path, toolret_subset)
-    result = cli("build", "--model", "scripted", *SMALL, "--json")
+    # --no-cache: every step goes to the model (with the cache, a prompt repeated within the build is not re-sent).
+    result = cli("build", "--model", "scripted", *SMALL, "--no-cache", "--json")
     assert result.code == 0, result.err
     built = result.json()
     assert built["active"] and built["build"] == 1 and not built["resumed"]

@@ -1,0 +1,34 @@
+"""The `[lifecycle]` table: incremental placement, the nightly job's rebuild threshold, gate and retention."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field
+
+from a2x_local.settings import SectionConfig, Settings
+
+Placement = Literal["model", "embedding"]
+PLACEMENTS: tuple[str, ...] = ("model", "embedding")
+
+
+class LifecycleConfig(SectionConfig):
+    """Every `[lifecycle]` key; the packaged default.toml says what each one means."""
+
+    model_config = ConfigDict(frozen=True)
+    section: ClassVar[str] = "lifecycle"
+
+    placement: Placement
+    placement_mode: Literal["get_all", "get_important", "get_one"]
+    placement_description_chars: int = Field(ge=20)
+    embedding_model: str
+    embedding_leaf_examples: int = Field(ge=0)
+    rebuild_above_share: float = Field(ge=0, le=1)
+    keep_trees: int = Field(ge=1)
+    max_drop: float = Field(ge=0, le=100)
+    report_dir: str
+
+
+def lifecycle_config(settings: Settings, **overrides: Any) -> LifecycleConfig:
+    """The `[lifecycle]` table with ``overrides`` (None values ignored)."""
+    return LifecycleConfig.from_settings(settings, **overrides)

@@ -1,0 +1,206 @@
+"""The nightly job: sync from an export, build or update when anything changed, gate, switch, retain, report.
+
+Under one lock per database: sync the registry with the export (all or nothing, removals capped); when nothing
+changed and the active tree is current, stop (no model is loaded). Otherwise place the changes into a new version
+of the active tree, or build afresh when much changed or there is no tree (answers the cache holds are not asked
+again). With a query file, the new tree and the active one answer the same queries and the new one is activated
+only if its hit rate drops by at most the allowed points; then old trees beyond the kept number are deleted
+(never the active one) and unused cached answers expire. A JSON report is written in every case, failures
+included, and the exit code says what happened (`EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from a2x_local.db import connect
+from a2x_local.errors import A2XError
+from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.gate import run_gate
+from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyLock
+from a2x_local.lifecycle.report import write_report
+from a2x_local.lifecycle.retention import apply_retention
+from a2x_local.lifecycle.update import run_update
+from a2x_local.llm import AnswerCache, Engine, Usage, cache_config
+from a2x_local.registry import Limits, Registry, RegistryConfig, sync
+from a2x_local.settings import Settings
+from a2x_local.taxonomy import activate, active_build_id, build_config, get_build, load_tree, run_build
+
+EXIT_OK, EXIT_FAILED, EXIT_GATE_REFUSED = 0, 1, 3
+EXIT_CODES = {EXIT_OK: "a new tree was activated, or nothing changed", EXIT_FAILED: "the job failed (see the report's"
+              " error; the active tree is unchanged)", 2: "usage error (bad flags)",
+              EXIT_GATE_REFUSED: "the regression gate refused the new tree (kept, not active)",
+              EXIT_BUSY: "another nightly job holds the database (this run was skipped)"}
+
+
+@dataclass
+class NightlyRequest:
+    """What one run is asked to do (flags override the `[lifecycle]` table)."""
+
+    source: list[Path]
+    model: str
+    fmt: str = "auto"
+    queries: Path | None = None
+    max_drop: float | None = None
+    keep: int | None = None
+    force: bool = False
+    rebuild: bool = False
+    report: Path | None = None
+
+
+class _Engine:
+    """The job's one engine, loaded on first need (a night without changes loads none) and closed at the end."""
+
+    def __init__(self, load: Callable[[], Engine]) -> None:
+        self._load = load
+        self.engine: Engine | None = None
+        self.before = Usage()
+
+    def get(self) -> Engine:
+        if self.engine is None:
+            self.engine = self._load()
+            self.before = self.engine.usage.snapshot()
+        return self.engine
+
+    def usage(self) -> Usage:
+        return self.engine.usage.since(self.before) if self.engine is not None else Usage()
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+
+
+@dataclass
+class NightlyOutcome:
+    report: dict[str, Any]
+    path: Path
+    exit_code: int
+    error: A2XError | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def report_path(settings: Settings, request: NightlyRequest, started: datetime) -> Path:
+    if request.report is not None:
+        return Path(request.report)
+    folder = Path(lifecycle_config(settings).report_dir).expanduser()
+    if not folder.is_absolute():
+        folder = settings.home / folder
+    return folder / f"nightly-{started:%Y%m%d-%H%M%S}.json"
+
+
+def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callable[[], Engine], *,
+                observer: Any = None) -> NightlyOutcome:
+    """Run the job once; raises `NightlyBusyError` (exit 4) only when another job holds the lock."""
+    started = datetime.now()
+    path = report_path(settings, request, started)
+    report: dict[str, Any] = {"started_at": started.isoformat(timespec="seconds"), "db": str(settings.db_path),
+                              "source": [str(p) for p in request.source], "model": request.model,
+                              "status": "running", "exit_code": None, "action": None, "candidate": None,
+                              "sync": None, "update": None, "build": None, "gate": None, "retention": None,
+                              "error": None}
+    engines = _Engine(load_engine)
+    clock = time.perf_counter()
+    with NightlyLock(settings.db_path):
+        try:
+            code = _run(settings, request, engines, report, path, observer)
+            error = None
+        except A2XError as exc:
+            code, error = exc.exit_code, exc
+            report["status"], report["error"] = "failed", exc.to_dict()
+        except KeyboardInterrupt:
+            report["status"] = "interrupted"
+            _finish(report, engines, clock, 130, path)
+            raise
+        finally:
+            engines.close()
+        _finish(report, engines, clock, code, path)
+    return NightlyOutcome(report, path, code, error)
+
+
+def _finish(report: dict[str, Any], engines: _Engine, clock: float, code: int, path: Path) -> None:
+    report["exit_code"] = code
+    report["usage"] = engines.usage().to_dict()
+    report["finished_at"] = datetime.now().isoformat(timespec="seconds")
+    report["wall_seconds"] = round(time.perf_counter() - clock, 2)
+    write_report(path, report)
+
+
+def _run(settings: Settings, request: NightlyRequest, engines: _Engine, report: dict[str, Any], path: Path,
+         observer: Any) -> int:
+    config = lifecycle_config(settings, max_drop=request.max_drop, keep_trees=request.keep)
+    registry_config = RegistryConfig.from_settings(settings)
+    db, timeout = settings.db_path, settings.lock_timeout_s
+    with connect(db, lock_timeout_s=timeout) as con:
+        result = sync(con, request.source, max_remove_share=registry_config.sync_max_remove_share, fmt=request.fmt,
+                      limits=Limits.from_config(registry_config), force=request.force)
+        active = active_build_id(con)
+        registry = Registry(con)
+        fingerprint, size = registry.fingerprint(), registry.count()
+        current = active is not None and get_build(con, active).registry_fingerprint == fingerprint
+    report["sync"] = result.to_dict()
+    report["active_before"] = active
+    changed = len(result.added) + len(result.updated) + len(result.removed)
+    share = changed / max(size, 1)
+    if active is None:
+        action, reason = "build", "no active tree"
+    elif request.rebuild:
+        action, reason = "build", "--rebuild"
+    elif current:
+        action, reason = "none", "the export and the active tree match the registry"
+    elif share > config.rebuild_above_share:
+        action, reason = "build", (f"{share:.1%} of the registry changed, more than rebuild_above_share"
+                                   f" {config.rebuild_above_share:.0%}")
+    else:
+        action, reason = "update", f"{changed:,} services changed ({share:.1%} of the registry)"
+    report["action"], report["reason"] = action, reason
+
+    candidate = None
+    if action == "update":
+        outcome = run_update(settings, load_engine=engines.get, model=request.model, placement="model",
+                             activate=False, observer=observer, close_engine=False)
+        report["update"] = outcome.to_dict()
+        candidate = outcome.build_id
+        if candidate is None:
+            action = report["action"] = "none"
+    elif action == "build":
+        built = run_build(db, build_config(settings), engines.get, model=request.model, observer=observer,
+                          close_engine=False, lock_timeout_s=timeout, activate=False)
+        candidate = built.build_id
+        report["build"] = {"id": built.build_id, "tree": built.report["tree"], "usage": built.report["usage"],
+                           "engine_rounds": built.report["engine_rounds"], "notes": built.notes}
+    report["candidate"] = candidate
+
+    code = EXIT_OK
+    if candidate is None:
+        report["status"] = "no_change"
+    else:
+        gate_passed = True
+        if request.queries is not None and active is not None:
+            with connect(db, lock_timeout_s=timeout) as con:
+                new_tree, old_tree = load_tree(con, candidate), load_tree(con, active)
+                services = {s.id: s for s in Registry(con).all()}
+            gate = run_gate(settings, candidate=new_tree, active=old_tree, services=services, engine=engines.get(),
+                            queries_file=request.queries, max_drop=config.max_drop,
+                            out_dir=path.with_name(path.stem + "-gate"))
+            report["gate"] = gate.to_dict()
+            gate_passed = gate.passed
+        elif request.queries is not None:
+            report["gate"] = {"skipped": "no active tree to compare with"}
+        if gate_passed:
+            with connect(db, lock_timeout_s=timeout) as con:
+                activate(con, candidate)
+            report["status"] = "activated"
+        else:
+            report["status"] = "gate_refused"
+            code = EXIT_GATE_REFUSED
+    with connect(db, lock_timeout_s=timeout) as con:
+        report["retention"] = apply_retention(con, config.keep_trees)
+        report["active_after"] = active_build_id(con)
+    cache = AnswerCache(db, lock_timeout_s=timeout)
+    report["cache"] = {"expired": cache.prune(cache_config(settings).keep_days), "entries": cache.size()}
+    return code

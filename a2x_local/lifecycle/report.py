@@ -1,0 +1,56 @@
+"""The nightly job's report: one JSON file per run, written atomically, and its lines for people."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_report(path: Path, report: dict[str, Any]) -> None:
+    """Write ``report`` to ``path`` whole or not at all (a monitor never reads half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Label/value pairs of what the job did, for the table `a2x-local nightly` prints."""
+    rows = [("status", f"{report['status']} (exit code {report['exit_code']})")]
+    sync = report.get("sync")
+    if sync:
+        counts = sync["counts"]
+        rows.append(("sync", f"added {counts['added']:,}, updated {counts['updated']:,}, removed"
+                             f" {counts['removed']:,}, unchanged {counts['unchanged']:,}"))
+    if report.get("action"):
+        rows.append(("action", f"{report['action']}: {report.get('reason', '')}"))
+    update = report.get("update")
+    if update:
+        rows.append(("placement", f"{len(update['placed']):,} placed by {update['placement']}; "
+                                  f"{len(update['changes']['removed']):,} taken out; re-split {len(update['resplit'])}"
+                                  f" leaves"))
+    if report.get("candidate") is not None:
+        rows.append(("new tree", str(report["candidate"])))
+    gate = report.get("gate")
+    if gate and "drop" in gate:
+        verdict, sign = ("passed", "≤") if gate["passed"] else ("refused", ">")
+        rows.append(("gate", f"{verdict}: hit {gate['candidate_hit']:.1f}% (tree {gate['candidate']}) vs"
+                             f" {gate['active_hit']:.1f}% (tree {gate['active']}), drop {gate['drop']:.1f} {sign}"
+                             f" {gate['max_drop']:.1f} allowed"))
+    elif gate:
+        rows.append(("gate", gate.get("skipped", "")))
+    rows.append(("active tree", f"{report.get('active_before')} → {report.get('active_after')}"))
+    retention = report.get("retention")
+    if retention:
+        rows.append(("retention", f"kept {retention['kept']}, deleted {retention['deleted'] or 'none'}"))
+    total = (report.get("usage") or {}).get("total", {})
+    if total:
+        rows.append(("model calls", f"{total.get('calls', 0):,} sent ({total.get('prompt_tokens', 0):,} prompt"
+                                    f" tokens), {total.get('cached', 0):,} from the cache"
+                                    f" ({total.get('cached_prompt_tokens', 0):,} prompt tokens saved)"))
+    if report.get("error"):
+        rows.append(("error", report["error"]["message"]))
+    rows.append(("wall time", f"{report.get('wall_seconds', 0):.1f} s"))
+    return rows

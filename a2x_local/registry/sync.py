@@ -1,0 +1,129 @@
+"""Sync: make the registry equal an export (add, update and remove), all or nothing, with a cap on removals.
+
+A nightly export that arrives truncated (a failed download, a half-written file) would otherwise empty the
+registry and every tree with it; so a sync that would remove more than a configured share of the services is
+refused unless forced, and then nothing at all is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from a2x_local.db import transaction
+from a2x_local.errors import UserError
+from a2x_local.registry.formats import Limits
+from a2x_local.registry.ingest import Change, FileSummary, _changed_fields, collect
+from a2x_local.registry.store import Registry
+
+
+@dataclass
+class SyncReport:
+    """What a sync changed (or, refused or dry, would change)."""
+
+    files: list[FileSummary] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    updated: list[Change] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    before: int = 0
+    run_id: int | None = None
+    dry_run: bool = False
+    forced: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    @property
+    def removed_share(self) -> float:
+        return len(self.removed) / self.before if self.before else 0.0
+
+    def counts(self) -> dict[str, int]:
+        return {"added": len(self.added), "updated": len(self.updated), "removed": len(self.removed),
+                "unchanged": self.unchanged}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sync": True,
+            "files": [f.__dict__ for f in self.files],
+            "counts": self.counts(),
+            "added": list(self.added),
+            "updated": [c.__dict__ for c in self.updated],
+            "removed": list(self.removed),
+            "unchanged": self.unchanged,
+            "services_before": self.before,
+            "services_after": self.before + len(self.added) - len(self.removed),
+            "run_id": self.run_id,
+            "dry_run": self.dry_run,
+            "forced": self.forced,
+        }
+
+
+class SyncRefusedError(UserError):
+    """The sync would remove more than the allowed share of the registry; carries the report for display."""
+
+    def __init__(self, report: SyncReport, max_share: float) -> None:
+        count = len(report.removed)
+        super().__init__(
+            f"the sync would remove {count:,} of {report.before:,} services ({report.removed_share:.0%}), more than"
+            f" the allowed {max_share:.0%} ([registry] sync_max_remove_share); nothing was changed",
+            hint="check that the export is complete; re-run with --force to remove them anyway",
+            code="SyncRefused",
+        )
+        self.report = report
+
+
+def sync(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, max_remove_share: float, fmt: str = "auto",
+         limits: Limits | None = None, server: str | None = None, force: bool = False,
+         dry_run: bool = False) -> SyncReport:
+    """Make the registry hold exactly the services of ``paths``: add new ones, update changed ones, remove the rest.
+
+    Reads and checks every input first (a bad entry changes nothing), then writes in one transaction.
+    """
+    if not paths:
+        raise UserError("no input paths given")
+    started = datetime.now()
+    files, services = collect(paths, fmt, limits, server)
+    registry = Registry(con)
+    current = registry.ids()
+    existing = registry.get_many(s.id for s in services)
+    report = SyncReport(files=files, before=len(current), dry_run=dry_run, forced=force)
+    new, changed = [], []
+    for service in services:
+        old = existing.get(service.id)
+        if old is None:
+            new.append(service)
+            report.added.append(service.id)
+            continue
+        fields = _changed_fields(old, service)
+        if fields:
+            report.updated.append(Change(service.id, fields))
+            changed.append(service)
+        else:
+            report.unchanged += 1
+    report.removed = sorted(current - {s.id for s in services})
+    if report.removed_share > max_remove_share and not force:
+        raise SyncRefusedError(report, max_remove_share)
+    if dry_run:
+        return report
+    with transaction(con):
+        registry.insert(new)
+        registry.update(changed)
+        if report.removed:
+            registry.remove(report.removed)
+        row = con.execute(
+            "INSERT INTO ingest_runs (started_at, finished_at, paths, format, replace, added, updated, unchanged,"
+            " conflicts, status, removed, sync) VALUES (?, now(), ?, ?, TRUE, ?, ?, ?, 0, 'completed', ?, TRUE)"
+            " RETURNING id",
+            [started, json.dumps([str(p) for p in paths]), fmt, len(report.added), len(report.updated),
+             report.unchanged, len(report.removed)],
+        ).fetchone()
+        report.run_id = int(row[0])
+    return report

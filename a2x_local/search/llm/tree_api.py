@@ -1,0 +1,39 @@
+"""The A2X descent and search over a tree the caller holds, rather than the registry's active tree.
+
+Incremental placement walks a new service down the tree exactly as a query is walked (the service's text is the
+query), and the nightly regression gate searches a candidate tree and the active one side by side: both need the
+method itself, not a tree picked by the method factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from a2x_local.llm import Engine
+from a2x_local.registry import Service
+from a2x_local.search.llm.a2x import A2XSearch
+from a2x_local.search.llm.config import check_mode, llm_search_config
+from a2x_local.search.llm.descent import Descender, Walk
+from a2x_local.search.llm.rounds import RoundRunner
+from a2x_local.settings import Settings
+from a2x_local.taxonomy import Tree
+
+
+def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequence[str], *, mode: str | None = None,
+                 **overrides: Any) -> list[Walk]:
+    """Walk every query down ``tree`` together (one engine round per level); `[search]` keys in ``overrides``.
+
+    Each walk lists the nodes visited and the decision taken at each (children selected, or a fallback).
+    """
+    config = llm_search_config(settings, **overrides)
+    chosen = check_mode(mode, config.default_mode)
+    runner = RoundRunner(engine, len(queries))
+    return Descender(tree, engine, config).descend([(query, chosen) for query in queries], runner)
+
+
+def tree_search(settings: Settings, tree: Tree, services: Mapping[str, Service], engine: Engine, *,
+                name: str | None = None, **overrides: Any) -> A2XSearch:
+    """The `a2x` search method over ``tree`` (every service it names must be in ``services``)."""
+    return A2XSearch(tree, services, engine, llm_search_config(settings, **overrides),
+                     name=name or f"a2x tree {tree.build_id}")
