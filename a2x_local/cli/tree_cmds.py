@@ -152,6 +152,7 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
             "tree": shape, "engine_rounds": record.rounds, "wall_seconds": record.wall_seconds,
             "usage": usage.to_dict(), "leaves_over_limit": record.stats.get("leaves_over_limit", []),
             "counters": record.stats.get("counters", {}), "vocabulary": record.stats.get("vocabulary", []),
+            "events": record.stats.get("events", []),
             "requests_per_round": record.stats.get("requests_per_round"), "stale": note is not None}
     if json_output:
         print_json(data)
@@ -167,6 +168,10 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
         largest = data["leaves_over_limit"][0]
         table.add_row("leaves over θ_leaf", f"{len(data['leaves_over_limit'])} (largest {largest['node']}: "
                       f"{largest['services']})")
+    for kind in ("shrunk", "skipped"):
+        events = [e for e in data["events"] if e.get("what") == kind]
+        if events:
+            table.add_row(f"steps {kind} (context window)", ", ".join(f"{e['step']} at {e['node']}" for e in events))
     console.print(table)
     if usage.by_label:
         console.print(usage.table(title="Model calls by call type"))
