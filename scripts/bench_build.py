@@ -9,6 +9,7 @@ targets (at most 30 sequential rounds, fewer than 3 M prompt tokens).
 
     .venv/bin/python scripts/bench_build.py                   # default [build] settings (embedding merge)
     .venv/bin/python scripts/bench_build.py --merge stem      # no embedding model needed
+    .venv/bin/python scripts/bench_build.py --assign-mode both   # also a per-service build: tokens and placements
 """
 
 from __future__ import annotations
@@ -34,7 +35,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--services", type=Path, default=DEFAULT_SERVICES, help="JSON list of services")
     parser.add_argument("--merge", choices=("embedding", "stem"), default=None, help="keyword merge method")
+    parser.add_argument("--assign-mode", choices=("batched", "per_service", "both"), default=None,
+                        help="assignment mode ([build] assign_mode); both: a second build per service, compared")
     args = parser.parse_args()
+    modes = ("batched", "per_service") if args.assign_mode == "both" else (args.assign_mode,)
+    results = [_build(args, mode) for mode in modes]
+    result = results[0]
+    if len(results) > 1:
+        result["assign_modes"] = {r["config"]["assign_mode"]: _placements(r) for r in results}
+    print(json.dumps(result, indent=2))
+
+
+def _placements(result: dict) -> dict:
+    """What an assignment mode costs and where it puts services."""
+    assign = {label: tokens for label, tokens in result["prompt_tokens_by_call_type"].items()
+              if label.startswith("assign")}
+    tree = result["tree"]
+    return {"assign_prompt_tokens": assign, "assign_calls": {label: result["calls_by_call_type"][label]
+                                                             for label in assign},
+            "prompt_tokens": result["prompt_tokens"], "engine_rounds": result["engine_rounds"],
+            "mean_leaves_per_service": tree["mean_leaves_per_service"],
+            "services_on_several_leaves": tree["services_on_several_leaves"],
+            "services_on_internal_nodes": tree["services_on_internal_nodes"], "leaves": tree["leaves"]}
+
+
+def _build(args: argparse.Namespace, assign_mode: str | None) -> dict:
 
     from a2x_local.db import connect
     from a2x_local.llm.scripted import ScriptedEngine
@@ -45,7 +70,7 @@ def main() -> None:
     from a2x_local.taxonomy.runner import run_build
     from a2x_local.taxonomy.scripted_policy import WordPolicy
 
-    config = build_config(load_settings(), keyword_merge=args.merge)
+    config = build_config(load_settings(), keyword_merge=args.merge, assign_mode=assign_mode)
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.duckdb"
         with connect(db) as con:
@@ -59,7 +84,7 @@ def main() -> None:
     usage = report["usage"]
     total = usage["total"]
     rounds = report["rounds"]
-    print(json.dumps({
+    return {
         "services": len(services),
         "engine_rounds": report["engine_rounds"],
         "requests_per_round": report["requests_per_round"],
@@ -77,13 +102,13 @@ def main() -> None:
         "counters": report["counters"],
         "config": {k: config.thresholds()[k] for k in ("leaf_max_services", "max_depth", "max_children",
                                                         "keyword_path_min_services", "assign_batch_size",
-                                                        "keyword_merge", "refine_passes")},
+                                                        "keyword_merge", "refine_passes", "assign_mode")},
         "wall_seconds": round(seconds, 1),
         "targets": {
             "max_rounds": MAX_ROUNDS, "rounds_ok": report["engine_rounds"] <= MAX_ROUNDS,
             "max_prompt_tokens": MAX_PROMPT_TOKENS, "prompt_tokens_ok": total["prompt_tokens"] < MAX_PROMPT_TOKENS,
         },
-    }, indent=2))
+    }
 
 
 if __name__ == "__main__":
