@@ -74,7 +74,7 @@ class Engine(ABC):
         if answer_room < 1:
             tokens = window - answer_room
             return request, (f"not sent: the prompt has {tokens:,} tokens and the model's context window is"
-                             f" {window:,} (max_model_len); the stage must split or shorten it")
+                             f" {window:,} (max_model_len): shorten the prompt or raise --max-model-len")
         return replace(request, max_tokens=answer_room), None
 
     @abstractmethod
