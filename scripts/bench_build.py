@@ -15,6 +15,7 @@ vocabulary sizes, the targets (at most 30 sequential rounds, fewer than 3 M prom
 
     .venv/bin/python scripts/bench_build.py                   # default [build] settings (embedding merge)
     .venv/bin/python scripts/bench_build.py --merge stem      # no embedding model needed
+    .venv/bin/python scripts/bench_build.py --assign-mode both   # also a per-service build: tokens and placements
 """
 
 from __future__ import annotations
@@ -41,12 +42,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--services", type=Path, default=DEFAULT_SERVICES, help="JSON list of services")
     parser.add_argument("--merge", choices=("embedding", "stem"), default=None, help="keyword merge method")
+    parser.add_argument("--assign-mode", choices=("batched", "per_service", "both"), default=None,
+                        help="assignment mode ([build] assign_mode); both: a second build per service, compared")
     parser.add_argument("--changed-share", type=float, default=0.01, help="share of services changed before the "
                         "cached rebuild")
     parser.add_argument("--batch-boundaries", choices=("content", "fixed"), default=None,
                         help="where service batches end (default: [build] batch_boundaries)")
     args = parser.parse_args()
+    modes = ("batched", "per_service") if args.assign_mode == "both" else (args.assign_mode,)
+    results = [_build(args, mode, rebuild=k == 0) for k, mode in enumerate(modes)]
+    result = results[0]
+    later = {key: result.pop(key) for key in ("incremental_update", "cached_rebuild")}
+    if len(results) > 1:
+        result["assign_modes"] = {r["config"]["assign_mode"]: _placements(r) for r in results}
+    print(json.dumps(result | later, indent=2))    # cached_rebuild stays the last key
 
+
+def _placements(result: dict) -> dict:
+    """What an assignment mode costs and where it puts services."""
+    assign = {label: tokens for label, tokens in result["prompt_tokens_by_call_type"].items()
+              if label.startswith("assign")}
+    tree = result["tree"]
+    return {"assign_prompt_tokens": assign, "assign_calls": {label: result["calls_by_call_type"][label]
+                                                             for label in assign},
+            "prompt_tokens": result["prompt_tokens"], "engine_rounds": result["engine_rounds"],
+            "mean_leaves_per_service": tree["mean_leaves_per_service"],
+            "services_on_several_leaves": tree["services_on_several_leaves"],
+            "services_on_internal_nodes": tree["services_on_internal_nodes"], "leaves": tree["leaves"]}
+
+
+def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) -> dict:
+    """One full build (and, with ``rebuild``, the update and cached rebuild after a changed export)."""
     from a2x_local.db import connect
     from a2x_local.llm.cache import AnswerCache, CachedEngine
     from a2x_local.llm.scripted import ScriptedEngine
@@ -57,8 +83,9 @@ def main() -> None:
     from a2x_local.taxonomy.runner import run_build
     from a2x_local.taxonomy.scripted_policy import WordPolicy
 
-    overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries}
+    overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries, "assign_mode": assign_mode}
     config = build_config(load_settings(), **overrides)
+    extra: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.duckdb"
         with connect(db) as con:
@@ -69,13 +96,14 @@ def main() -> None:
         started = time.perf_counter()
         outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
         seconds = time.perf_counter() - started
-        rebuild, update = cached_rebuild(db, Path(folder), services, config, cache, args.changed_share, outcome,
-                                         overrides)
+        if rebuild:
+            extra["cached_rebuild"], extra["incremental_update"] = cached_rebuild(
+                db, Path(folder), services, config, cache, args.changed_share, outcome, overrides)
     report = outcome.report
     usage = report["usage"]
     total = usage["total"]
     rounds = report["rounds"]
-    print(json.dumps({
+    return {
         "services": len(services),
         "engine_rounds": report["engine_rounds"],
         "requests_per_round": report["requests_per_round"],
@@ -93,16 +121,16 @@ def main() -> None:
         "counters": report["counters"],
         "config": {k: config.thresholds()[k] for k in ("leaf_max_services", "max_depth", "max_children",
                                                         "keyword_path_min_services", "assign_batch_size",
-                                                        "keyword_merge", "refine_passes")},
+                                                        "keyword_merge", "refine_passes", "assign_mode",
+                                                        "batch_boundaries")},
         "wall_seconds": round(seconds, 1),
         "targets": {
             "max_rounds": MAX_ROUNDS, "rounds_ok": report["engine_rounds"] <= MAX_ROUNDS,
             "max_prompt_tokens": MAX_PROMPT_TOKENS, "prompt_tokens_ok": total["prompt_tokens"] < MAX_PROMPT_TOKENS,
         },
         "answers_from_cache_within_the_build": total["cached"],
-        "incremental_update": update,
-        "cached_rebuild": rebuild,
-    }, indent=2))
+        **extra,
+    }
 
 
 def changed_export(services: list, share: float, folder: Path) -> tuple[Path, dict[str, int]]:

@@ -35,7 +35,8 @@ def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
                   "path": hit.path} for rank, hit in enumerate(answer.hits, start=1)],
         "ranked": answer.ranked, "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens, "calls": answer.calls, "rounds": answer.rounds,
-        "candidates_shown": answer.candidates_shown, "seconds": round(answer.seconds, 6), "error": answer.error,
+        "candidates_shown": answer.candidates_shown, "capped": answer.capped, "seconds": round(answer.seconds, 6),
+        "error": answer.error,
         **({"trace": answer.trace} if answer.trace is not None else {}),
     }
 

@@ -20,6 +20,8 @@ def _node_label(node_id: str, names: dict[str, str], decision: dict[str, Any] | 
         label += f"  answer [bold]{escape(answer)}[/bold]" if answer else ""
         if decision.get("fallback"):
             label += "  [yellow](nothing chosen: largest child)[/yellow]"
+        if decision.get("capped"):
+            label += "  [yellow](answer filled the cap: more may have fitted)[/yellow]"
         if decision.get("error"):
             label += f"  [red]{escape(decision['error'])}[/red]"
     return label
@@ -59,6 +61,8 @@ def trace_tree(answer: SearchAnswer) -> RichTree:
             chosen = ", ".join(call["selected"]) or "none"
             line = (f"{escape(call['call'])} ({escape(call['mode'])}) over {escape(where)}{part}:"
                     f" {len(call['services'])} services → [green]{escape(chosen)}[/green]")
+            if call.get("capped"):
+                line += "  [yellow](capped)[/yellow]"
             if call.get("error"):
                 line += f"  [red]{escape(call['error'])}[/red]"
             selection.add(line)

@@ -152,6 +152,7 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
             "tree": shape, "engine_rounds": record.rounds, "wall_seconds": record.wall_seconds,
             "usage": usage.to_dict(), "leaves_over_limit": record.stats.get("leaves_over_limit", []),
             "counters": record.stats.get("counters", {}), "vocabulary": record.stats.get("vocabulary", []),
+            "events": record.stats.get("events", []),
             "requests_per_round": record.stats.get("requests_per_round"), "stale": note is not None}
     if json_output:
         print_json(data)
@@ -167,6 +168,10 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
         largest = data["leaves_over_limit"][0]
         table.add_row("leaves over θ_leaf", f"{len(data['leaves_over_limit'])} (largest {largest['node']}: "
                       f"{largest['services']})")
+    for kind in ("shrunk", "skipped"):
+        events = [e for e in data["events"] if e.get("what") == kind]
+        if events:
+            table.add_row(f"steps {kind} (context window)", ", ".join(f"{e['step']} at {e['node']}" for e in events))
     console.print(table)
     if usage.by_label:
         console.print(usage.table(title="Model calls by call type"))
@@ -201,29 +206,40 @@ def export_command(
 @tree_app.command("import")
 def import_command(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="JSON tree (see README: Imported trees).", show_default=False)],
+    file: Annotated[Path, typer.Argument(
+        help="JSON tree (docs/build.md: Imported trees), or a tree of the published A2X implementation: its folder,"
+             " or its taxonomy.json with class.json beside it.", show_default=False)],
     activate: Annotated[bool, typer.Option("--activate/--no-activate",
                                            help="Make the imported tree the active one.")] = True,
+    allow_missing: Annotated[bool, typer.Option(
+        "--allow-missing", help="Drop service ids the registry lacks (reported) instead of refusing the tree.")]
+    = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Load a taxonomy made elsewhere (hand-curated or exported) as a tree that searches can use.
+    """Load a taxonomy made elsewhere (hand-curated, exported, or built by the A2X-registry project) as a tree that
+    searches can use.
 
-    Example: a2x-local tree import my_taxonomy.json --no-activate
+    Example: a2x-local tree import exported/taxonomy/ --allow-missing --no-activate
     """
     data = read_tree_file(file)
     with open_registry_db(settings_for(ctx, db)) as con:
         registry = Registry(con)
-        tree, warnings = import_tree(data, registry.ids(), source=str(file))
+        tree, warnings = import_tree(data, registry.ids(), source=str(file), allow_missing=allow_missing)
         build_id = save_import(con, tree, fingerprint=registry.fingerprint(), source=str(file),
                                activate=activate, warnings=warnings)
-    result = {"build": build_id, "active": activate, "nodes": len(tree.nodes),
-              "services": len(tree.service_ids()), "warnings": warnings}
+    stats = tree.stats()
+    source_format = data.get("imported_from", "a2x-tree") if isinstance(data, dict) else "a2x-tree"
+    result = {"build": build_id, "active": activate, "format": source_format, "nodes": len(tree.nodes),
+              "leaves": stats.leaves, "services": len(tree.service_ids()),
+              "mean_leaves_per_service": stats.mean_leaves_per_service, "warnings": warnings}
     if json_output:
         print_json(result)
         return
     state = "active" if activate else "not active (use `a2x-local tree activate`)"
-    console.print(f"imported tree {build_id}: {len(tree.nodes)} nodes, {len(tree.service_ids()):,} services; {state}")
+    console.print(f"imported tree {build_id} ({source_format}): {len(tree.nodes)} nodes, {stats.leaves} leaves,"
+                  f" {len(tree.service_ids()):,} services, {stats.mean_leaves_per_service} leaves per service;"
+                  f" {state}")
     for warning in warnings:
         err_console.print(f"[yellow]warning:[/yellow] {warning}")
 

@@ -190,7 +190,7 @@ class Evaluation:
         if answer is None:
             return {**base, "skipped": "no correct service in the registry", "returned": [], "ranking": [],
                     "hit": False, "recall": 0.0, "precision": 0.0, "prompt_tokens": 0, "completion_tokens": 0,
-                    "calls": 0, "rounds": 0, "candidates_shown": 0, "latency_s": 0.0, "error": None}
+                    "calls": 0, "rounds": 0, "candidates_shown": 0, "capped": 0, "latency_s": 0.0, "error": None}
         ranking = dedupe(answer.ids)
         returned = ranking[: self.spec.k] if ranked else ranking
         score = score_query(returned, scored)
@@ -199,7 +199,7 @@ class Evaluation:
                 "hit": score.hit, "recall": score.recall, "precision": score.precision,
                 "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
                 "calls": answer.calls, "rounds": answer.rounds, "candidates_shown": answer.candidates_shown,
-                "latency_s": answer.seconds or latency, "error": answer.error}
+                "capped": answer.capped, "latency_s": answer.seconds or latency, "error": answer.error}
 
     def run(self, method: SearchMethod, queries: Sequence[Query],
             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:

@@ -67,6 +67,10 @@ def render_report(summary: dict[str, Any], plot_name: str | None = None) -> str:
                         else "the missing ones count as misses)"))
     if queries["errors"]:
         notes.append(f"{queries['errors']} queries ended in an error (scored as answered; a rerun retries them)")
+    if summary.get("capped_answers"):
+        notes.append(f"{summary['capped_answers']} model answers in {summary['queries_with_capped_answers']} queries"
+                     " filled a cap smaller than the list offered ([search] max_children_selected /"
+                     " max_services_selected): items beyond the cap may have been cut")
     if notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     if plot_name:

@@ -51,6 +51,9 @@ def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, regist
         "calls_per_query": mean([r["calls"] for r in answered]),
         "rounds_per_query": mean([r["rounds"] for r in answered]),
         "candidates_shown_per_query": mean([r["candidates_shown"] for r in answered]),
+        # Model answers that filled a cap smaller than the list offered: where the method may have cut silently.
+        "capped_answers": sum(r.get("capped", 0) for r in answered),
+        "queries_with_capped_answers": sum(1 for r in answered if r.get("capped", 0)),
         "latency_s": {
             "p50": percentile([r["latency_s"] for r in answered], 50),
             "p90": percentile([r["latency_s"] for r in answered], 90),

@@ -1,4 +1,5 @@
-"""The engine interface: batch in, batch out, order kept, every answer validated, counted and retried once."""
+"""The engine interface: batch in, batch out, order kept, every request fit-checked against the context window,
+every answer validated, counted and retried once."""
 
 from __future__ import annotations
 
@@ -12,12 +13,23 @@ from a2x_local.llm.accounting import Usage
 from a2x_local.llm.tokens import count_chat_tokens
 from a2x_local.llm.types import Message, RawOutput, Request, Result, validate
 
+# Chat templates add a handful of special and role tokens per message; this bounds them from above.
+_TEMPLATE_TOKENS_PER_MESSAGE = 8
+
+
+def prompt_tokens_bound(messages: Sequence[Message]) -> int:
+    """An upper bound of a chat's prompt tokens without a tokenizer: one token per UTF-8 byte (true of every
+    byte-level tokenizer) plus the template's own tokens."""
+    return sum(len(m["content"].encode()) + _TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + 2
+
 
 class Engine(ABC):
     """Base of every engine. Subclasses implement ``_generate``: one batch of requests, one backend call.
 
-    ``generate`` adds what every engine must do the same way: validation against the constraint, one retry with
-    a larger budget for answers that were cut off, invalid or errored, and accounting by call type.
+    ``generate`` adds what every engine must do the same way: a fit check (a prompt that cannot fit the context
+    window is never sent, and an answer budget is lowered to what the window leaves), validation against the
+    constraint, one retry with a larger budget for answers that were cut off, invalid or errored, and accounting
+    by call type.
     """
 
     name: str = "engine"
@@ -40,6 +52,31 @@ class Engine(ABC):
         """Prompt tokens for these messages; engines with their own tokenizer override this."""
         return count_chat_tokens(messages)
 
+    def prompt_room(self, messages: Sequence[Message], budget: int) -> int | None:
+        """Tokens the context window leaves after this prompt and an answer of ``budget`` tokens (negative: it does
+        not fit), or None when the window is unknown. Exact counting runs only when the cheap bound says the prompt
+        might not fit."""
+        window = self.max_model_len
+        if not window:
+            return None
+        bound = prompt_tokens_bound(messages)
+        if bound + budget <= window:
+            return window - bound - budget
+        return window - self.count_prompt_tokens(messages) - budget
+
+    def fit(self, request: Request) -> tuple[Request, str | None]:
+        """The request as it may be sent (its budget lowered to what the window leaves), or why it cannot be."""
+        room = self.prompt_room(request.messages, request.max_tokens)
+        if room is None or room >= 0:
+            return request, None
+        window = self.max_model_len or 0
+        answer_room = request.max_tokens + room
+        if answer_room < 1:
+            tokens = window - answer_room
+            return request, (f"not sent: the prompt has {tokens:,} tokens and the model's context window is"
+                             f" {window:,} (max_model_len): shorten the prompt or raise --max-model-len")
+        return replace(request, max_tokens=answer_room), None
+
     @abstractmethod
     def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
         """One backend call for the whole batch; returns one RawOutput per request, in order."""
@@ -50,7 +87,8 @@ class Engine(ABC):
         if not requests:
             return []
         results = self._attempt(requests, attempt=1)
-        retry_at = [i for i, result in enumerate(results) if not result.ok]
+        # An unsent request (attempts 0) would not fit a second time either.
+        retry_at = [i for i, result in enumerate(results) if not result.ok and result.attempts]
         if retry_at:
             retried = [self._retry_request(requests[i], results[i]) for i in retry_at]
             second = self._attempt(retried, attempt=2)
@@ -74,23 +112,36 @@ class Engine(ABC):
         return replace(request, max_tokens=budget, temperature=temperature)
 
     def _attempt(self, requests: list[Request], *, attempt: int) -> list[Result]:
+        """One backend call for the requests that fit; those that cannot fit come back failed, unsent and
+        uncounted as calls (``attempts`` 0, so they are not retried)."""
+        results: list[Result | None] = [None] * len(requests)
+        send: list[int] = []
+        fitted: list[Request] = []
+        for i, request in enumerate(requests):
+            sendable, problem = self.fit(request)
+            if problem:
+                results[i] = Result("", None, 0, 0, "error", 0.0, attempts=0, error=problem)
+            else:
+                send.append(i)
+                fitted.append(sendable)
+        if not fitted:
+            return [r for r in results if r is not None]
         self.usage.count_round()
         started = time.perf_counter()
-        raw = self._generate(requests)
-        if len(raw) != len(requests):
-            raise RuntimeError(f"{self.name} returned {len(raw)} answers for {len(requests)} requests")
+        raw = self._generate(fitted)
+        if len(raw) != len(fitted):
+            raise RuntimeError(f"{self.name} returned {len(raw)} answers for {len(fitted)} requests")
         elapsed = time.perf_counter() - started
-        results = []
-        for request, output in zip(requests, raw, strict=True):
+        for i, request, output in zip(send, fitted, raw, strict=True):
             if not output.seconds:
-                output.seconds = elapsed / len(requests)
+                output.seconds = elapsed / len(fitted)
             result = validate(request, output)
             result.attempts = attempt
             self.usage.record(request.label, calls=1, prompt_tokens=output.prompt_tokens,
                               completion_tokens=output.completion_tokens, retries=int(attempt > 1),
                               seconds=output.seconds)
-            results.append(result)
-        return results
+            results[i] = result
+        return [r for r in results if r is not None]
 
     def close(self) -> None:
         """Release the model (GPU memory, server connections)."""

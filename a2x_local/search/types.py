@@ -41,6 +41,7 @@ class SearchAnswer:
     calls: int = 0
     rounds: int = 0
     candidates_shown: int = 0
+    capped: int = 0               # answers that filled a cap below the list offered: possible silent cuts
     seconds: float = 0.0
     trace: dict[str, Any] | None = None
     error: str | None = None

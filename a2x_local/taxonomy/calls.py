@@ -10,8 +10,8 @@ from typing import Any
 from a2x_local.llm import Constraint, Engine, Message, Request
 from a2x_local.registry import Service
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.prompts import render
-from a2x_local.taxonomy.state import Draft
+from a2x_local.taxonomy.prompts import node_context, render
+from a2x_local.taxonomy.state import BuildState, Draft, NodeWork
 
 
 def clip(text: str, limit: int) -> str:
@@ -23,6 +23,22 @@ def clip(text: str, limit: int) -> str:
 def service_line(service: Service, description_chars: int) -> str:
     """`name: description` with the description cut; the name is always shown in full (up to 120 chars)."""
     return f"{clip(service.name, 120)}: {clip(service.description, description_chars)}"
+
+
+def spread(items: Sequence[str], count: int) -> list[str]:
+    """``count`` items evenly spaced over ``items`` (all of them when there are fewer): samples that cover the
+    whole node rather than its first ids."""
+    if count >= len(items):
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
+def context_for(work: NodeWork, state: BuildState) -> str:
+    """The lines naming the category a keyword, design or refine request is about (its description and boundary
+    below the root)."""
+    node = state.nodes[work.node_id]
+    return node_context(is_root=work.node_id == state.root_id, count=len(work.services), path=work.path,
+                        description=node.description, boundary=node.boundary)
 
 
 def numbered(lines: Sequence[str]) -> str:

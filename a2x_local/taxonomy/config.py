@@ -24,9 +24,11 @@ class BuildConfig(SectionConfig):
     keywords_per_service_max: int = Field(ge=1, le=10)
     keyword_max_chars: int = Field(ge=4, le=64)
     keyword_table_max: int = Field(ge=10)
+    keyword_prefix_merge_min_chars: int = Field(ge=0)
     keyword_merge: Literal["embedding", "stem"]
     keyword_merge_similarity: float = Field(gt=0.0, le=1.0)
     design_description_chars: int = Field(ge=20)
+    dimension_max_chars: int = Field(ge=10)
     name_max_chars: int = Field(ge=8)
     description_max_chars: int = Field(ge=20)
     boundary_max_chars: int = Field(ge=10)
@@ -34,11 +36,15 @@ class BuildConfig(SectionConfig):
     category_keywords_max: int = Field(ge=1, le=50)
     root_validation_rounds: int = Field(ge=0, le=5)
     redesign_min_categories: int = Field(ge=1)
+    assign_mode: Literal["batched", "per_service"]
     assign_batch_size: int = Field(ge=1, le=100)
+    assign_reasoning_chars: int = Field(ge=20, le=1000)
     assign_description_chars: int = Field(ge=20)
     generic_divisor: int = Field(ge=1)
     refine_passes: int = Field(ge=1, le=10)
     refine_samples: int = Field(ge=1)
+    refine_min_description_chars: int = Field(ge=10)
+    refine_new_categories_estimate: int = Field(ge=0)
     refine_tiny_size: int = Field(ge=0)
     tiny_category_max: int = Field(ge=0)
     cross_domain: bool

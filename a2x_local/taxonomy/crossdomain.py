@@ -43,16 +43,21 @@ def pick_requests(state: BuildState, services: Mapping[str, Service], config: Bu
         item = positions_item(len(offered), config.cross_domain_max_extra)
         block = numbered([_brief(state.nodes[d], config) for d in offered])
         per_line = 6 + config.cross_domain_max_extra * (len(str(len(offered))) + 2)
+        # The leaf's own identity (its path from the domain down, and what it holds), so the model judges the
+        # services against where they already are.
+        filed_under = (" › ".join(state.nodes[n].name for n in tree.path(leaf.id)[1:])
+                       + f" ({clip(leaf.description, config.description_max_chars)})")
 
         def make(chunk: list[str], leaf: TreeNode = leaf, own: str = own, offered: list[str] = offered,
-                 item: str = item, block: str = block, per_line: int = per_line) -> Request | None:
+                 item: str = item, block: str = block, per_line: int = per_line,
+                 filed_under: str = filed_under) -> Request | None:
             lines = [service_line(services[s], config.assign_description_chars) for s in chunk]
             return fitted_request(
                 engine, config, "crossdomain_pick", constraint=RegexConstraint(lines_regex(len(chunk), item)),
                 budget=lines_budget(len(chunk), per_line),
                 context={"step": "crossdomain_pick", "leaf": leaf.id, "domain": own, "domains": offered,
                          "domain_names": [state.nodes[d].name for d in offered], "services": list(chunk)},
-                user={"domain": state.nodes[own].name, "domains": block, "services": numbered(lines)},
+                user={"filed_under": filed_under, "domains": block, "services": numbered(lines)},
             )
 
         pairs, unfit = fit_chunks(leaf.services, config.cross_domain_batch_size, make,

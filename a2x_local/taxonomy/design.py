@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from a2x_local.llm import Engine, JsonConstraint, Request, Result
 from a2x_local.registry import Service
-from a2x_local.taxonomy.calls import Planned, clip, fitted_request, numbered, service_line
+from a2x_local.taxonomy.calls import Planned, clip, context_for, fitted_request, numbered, service_line
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import VIOLATIONS, design_budget, design_model, validation_model
 from a2x_local.taxonomy.state import ASSIGN, KEYWORDS, REDESIGN, UNSPLIT, VALIDATE, BuildState, Draft, NodeWork
@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 
 def _description_request(work: NodeWork, services: Mapping[str, Service], config: BuildConfig,
-                         engine: Engine) -> Request | None:
+                         engine: Engine, state: BuildState) -> Request | None:
     lines = [f"- {service_line(services[s], config.design_description_chars)}" for s in work.services]
     return fitted_request(
         engine, config, "design_descriptions",
@@ -25,7 +25,7 @@ def _description_request(work: NodeWork, services: Mapping[str, Service], config
         min_budget=design_budget(config, max(config.min_children, config.max_children // 2)),
         context={"step": "design", "node": work.node_id, "mode": "descriptions", "services": list(work.services),
                  "min_children": config.min_children, "max_children": config.max_children},
-        user={"node_path": work.path, "count": len(work.services), "services": "\n".join(lines)},
+        user={"node_context": context_for(work, state), "services": "\n".join(lines)},
     )
 
 
@@ -38,7 +38,7 @@ def choose_mode(work: NodeWork, services: Mapping[str, Service], config: BuildCo
     if len(work.services) > config.keyword_path_min_services:
         work.mode, work.status = "keywords", KEYWORDS
         return None
-    request = _description_request(work, services, config, engine)
+    request = _description_request(work, services, config, engine, state)
     if request is None:
         work.mode, work.status = "keywords", KEYWORDS
         work.note = "descriptions exceed the context window: keyword path"
@@ -46,24 +46,48 @@ def choose_mode(work: NodeWork, services: Mapping[str, Service], config: BuildCo
     return request
 
 
-def _keyword_request(work: NodeWork, config: BuildConfig, engine: Engine) -> Request | None:
-    limit = config.keyword_table_max
-    while limit >= 1 and work.vocabulary:
-        table = work.vocabulary[:limit]
+def vocabulary_text(vocabulary: Sequence[Sequence], rows: int, rest: int) -> tuple[str, int]:
+    """The designer's view of a vocabulary: the ``rows`` most frequent keywords with their counts, then up to
+    ``rest`` more grouped by how many services carry them; returns the text and how many keywords it leaves out."""
+    table = [f"{word} ({count})" for word, count in vocabulary[:rows]]
+    others = list(vocabulary[rows:rows + rest])
+    buckets: dict[int, list[str]] = {}
+    for word, count in others:
+        buckets.setdefault(count, []).append(word)
+    lines = table + [f"used by {count} service{'s' if count != 1 else ''}: {', '.join(words)}"
+                     for count, words in sorted(buckets.items(), reverse=True)]
+    left_out = len(vocabulary) - len(table) - len(others)
+    if left_out:
+        lines.append(f"({left_out} rarer keywords not shown)")
+    return "\n".join(lines), left_out
+
+
+def _keyword_request(work: NodeWork, config: BuildConfig, engine: Engine, state: BuildState) -> Request | None:
+    """The design request over the whole vocabulary (top keywords with counts, the rest bucketed); when it does
+    not fit, the bucketed rest and then the table are halved until it does, and what was left out is recorded."""
+    vocabulary = work.vocabulary
+    rows, rest = min(config.keyword_table_max, len(vocabulary)), max(0, len(vocabulary) - config.keyword_table_max)
+    while rows >= 1 and vocabulary:
+        text, left_out = vocabulary_text(vocabulary, rows, rest)
         request = fitted_request(
             engine, config, "design_keywords",
             constraint=JsonConstraint(design_model(config, config.min_children, config.max_children)),
             budget=design_budget(config, config.max_children),
             min_budget=design_budget(config, max(config.min_children, config.max_children // 2)),
-            context={"step": "design", "node": work.node_id, "mode": "keywords", "keywords": table,
+            context={"step": "design", "node": work.node_id, "mode": "keywords", "keywords": vocabulary[:rows + rest],
                      "services": list(work.services), "min_children": config.min_children,
                      "max_children": config.max_children},
-            user={"node_path": work.path, "count": len(work.services),
-                  "keywords": "\n".join(f"{word} ({count})" for word, count in table)},
+            user={"node_context": context_for(work, state), "keywords": text},
         )
         if request is not None:
+            if left_out:
+                state.event("design", work.node_id, "shrunk", keywords_shown=len(vocabulary) - left_out,
+                            keywords_left_out=left_out)
             return request
-        limit //= 2
+        if rest:
+            rest //= 2
+        else:
+            rows //= 2
     return None
 
 
@@ -74,14 +98,15 @@ def design_requests(works: Sequence[NodeWork], services: Mapping[str, Service], 
     planned = []
     for work in works:
         if work.mode == "keywords":
-            request = _keyword_request(work, config, engine)
+            request = _keyword_request(work, config, engine, state)
         else:
             request = rendered.pop(work.node_id, None) if rendered is not None else None
             if request is None:
-                request = _description_request(work, services, config, engine)
+                request = _description_request(work, services, config, engine, state)
         if request is None:
             work.status, work.note = UNSPLIT, "no design prompt fits the context window (or no keywords)"
             state.count("design_unfit_nodes")
+            state.event("design", work.node_id, "skipped", reason=work.note)
             continue
         planned.append(Planned(request, work.node_id))
     return planned
@@ -122,15 +147,17 @@ def apply_design(work: NodeWork, result: Result, config: BuildConfig, state: Bui
     # Name order, not the order the model listed them in: the same categories always give the same classification
     # prompts (and so the same cached answers in a rebuild), whatever order a designer answers in.
     work.drafts = sorted(drafts, key=lambda draft: draft.name.casefold())
+    work.dimension = " ".join(result.value.dimension.split())
     if is_root and config.root_validation_rounds > 0:
         work.status = VALIDATE
     else:
         enter_assign(work)
 
 
-def _summary(draft: Draft) -> str:
+def _summary(draft: Draft, *, boundary: bool = False) -> str:
     keywords = f" [keywords: {', '.join(draft.keywords)}]" if draft.keywords else ""
-    return f"{draft.name}: {draft.description}{keywords}"
+    limit = f" ({draft.boundary})" if boundary and draft.boundary else ""
+    return f"{draft.name}: {draft.description}{limit}{keywords}"
 
 
 def validation_requests(works: Sequence[NodeWork], config: BuildConfig, engine: Engine,
@@ -143,7 +170,7 @@ def validation_requests(works: Sequence[NodeWork], config: BuildConfig, engine: 
             engine, config, "validate_root", constraint=JsonConstraint(validation_model(count)),
             budget=int(count * per_verdict / config.budget_chars_per_token) + 32,
             context={"step": "validate", "node": work.node_id, "categories": [d.name for d in work.drafts]},
-            user={"categories": numbered([_summary(d) for d in work.drafts])},
+            user={"categories": numbered([_summary(d, boundary=True) for d in work.drafts])},
         )
         if request is None:
             state.count("validate_unfit")
@@ -186,7 +213,8 @@ def redesign_requests(works: Sequence[NodeWork], config: BuildConfig, engine: En
             context={"step": "redesign", "node": work.node_id, "kept": [d.name for d in kept],
                      "flagged": [d.name for d, _ in flagged], "violations": [v for _, v in flagged],
                      "max_new": room},
-            user={"kept": numbered([_summary(d) for d in kept]) or "(none)", "flagged": "\n".join(flagged_lines)},
+            user={"dimension": work.dimension or "(not stated)", "kept": numbered([_summary(d) for d in kept])
+                  or "(none)", "flagged": "\n".join(flagged_lines)},
         )
         if request is None:
             state.count("redesign_unfit")

@@ -4,15 +4,17 @@ Accepted JSON (documented in the README, "Imported trees"):
 - nested: ``{"format": "a2x-tree", "version": 1, "root": NODE}`` or a bare NODE (what `tree export` and
   ``Tree.to_nested()`` write), where NODE = ``{"name", "description", "boundary"?, "decision_rule"?, "keywords"?,
   "services"?: [service id, ...], "children"?: [NODE, ...], "id"?}``;
-- flat: ``{"format": "a2x-tree", "version": 1, "nodes": [{"id", "parent": id | null, "name", ...}, ...]}``.
+- flat: ``{"format": "a2x-tree", "version": 1, "nodes": [{"id", "parent": id | null, "name", ...}, ...]}``;
+- the published A2X implementation's folder (``taxonomy.json`` + ``class.json``, see ``official.py``), given as the
+  folder or its ``taxonomy.json``, converted to the nested form on reading.
 A node may appear only once: a repeated ``id`` (or the same object reached twice) would give it two parents or
 make a cycle, and a flat file whose parent links loop never reaches the root; both are errors, as are unknown
-service ids. Node ids of the stored tree come from code (``root/1/2``), as for built trees.
+service ids (unless ``allow_missing``: then they are dropped and counted). Node ids of the stored tree come from
+code (``root/1/2``), as for built trees.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +24,7 @@ from a2x_local.db import transaction
 from a2x_local.errors import InputError
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
+from a2x_local.taxonomy.official import CLASS_FILE, TAXONOMY_FILE, from_official, is_official, read_json
 from a2x_local.taxonomy.types import ROOT_ID, Tree, TreeNode, child_id
 
 MAX_DEPTH = 32
@@ -31,22 +34,38 @@ _NODE_FIELDS = {"id", "name", "description", "boundary", "decision_rule", "keywo
 
 
 def read_tree_file(path: Path) -> Any:
-    """The parsed JSON of an import file (a clear error for a missing or malformed file)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    """The parsed tree of an import path (a clear error for a missing or malformed file).
+
+    A folder, or a ``taxonomy.json`` of the published implementation, is read with the ``class.json`` beside it
+    and converted to the nested exchange form, its warnings carried along under ``"warnings"``.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / TAXONOMY_FILE
+    data = read_json(path)
+    if not is_official(data):
+        return data
+    class_path = path.parent / CLASS_FILE
+    if not class_path.is_file():
+        raise InputError(str(path), f"a tree of the A2X-registry format needs its {CLASS_FILE} beside it"
+                         f" ({class_path} not found): it holds the categories' names and descriptions")
+    root, warnings = from_official(data, read_json(class_path), source=str(path), class_source=str(class_path))
+    return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root, "imported_from": "a2x-registry",
+            "warnings": warnings}
 
 
-def import_tree(data: Any, known_services: Iterable[str], *, source: str = "<tree>") -> tuple[Tree, list[str]]:
-    """Validate and convert; return the tree and warnings (e.g. registry services the tree does not place)."""
+def import_tree(data: Any, known_services: Iterable[str], *, source: str = "<tree>",
+                allow_missing: bool = False) -> tuple[Tree, list[str]]:
+    """Validate and convert; return the tree and warnings (e.g. registry services the tree does not place).
+
+    Service ids the registry lacks are an error naming them, or with ``allow_missing`` are dropped (and counted in
+    the warnings).
+    """
     known = set(known_services)
+    if is_official(data):
+        raise InputError(source, f"a {TAXONOMY_FILE} of the A2X-registry format: import its folder (or the file)"
+                         f" by path, so its {CLASS_FILE} is read too", hint="a2x-local tree import FOLDER")
+    carried = list(data.get("warnings", [])) if isinstance(data, dict) and "imported_from" in data else []
     if isinstance(data, dict) and "nodes" in data and "root" not in data:
         _check_header(data, source)
         root = _from_flat(data["nodes"], source)
@@ -63,12 +82,19 @@ def import_tree(data: Any, known_services: Iterable[str], *, source: str = "<tre
         for service_id in node.services:
             if service_id not in known and service_id not in unknown:
                 unknown[service_id] = node.name
-    if unknown:
+    warnings = carried
+    if unknown and allow_missing:
+        for node in tree.walk():
+            node.services = [s for s in node.services if s in known]
+        tree = Tree(nodes=tree.nodes, root_id=tree.root_id)   # fresh caches of subtree services
+        warnings.append(f"{len(unknown)} service ids of the tree are not in the registry and were dropped"
+                        f" (e.g. '{next(iter(unknown))}')")
+    elif unknown:
         shown = ", ".join(f"'{s}' (in '{n}')" for s, n in list(unknown.items())[:5])
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise InputError(source, f"{len(unknown)} unknown service id(s): {shown}{more}",
-                         hint="import into the registry that holds these services, or fix the ids")
-    warnings = []
+                         hint="import into the registry that holds these services, or fix the ids; --allow-missing"
+                         " drops them instead")
     unplaced = len(known - tree.service_ids())
     if unplaced:
         warnings.append(f"{unplaced} of {len(known)} registry services are not in the imported tree;"

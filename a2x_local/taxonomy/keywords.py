@@ -25,7 +25,7 @@ from a2x_local.llm import (
     resolve_embedding_model,
 )
 from a2x_local.registry import Service
-from a2x_local.taxonomy.calls import Planned, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.calls import Planned, context_for, fit_chunks, fitted_request, numbered, service_line
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import keywords_item, lines_budget, lines_regex, parse_lines
 from a2x_local.taxonomy.state import DESIGN, BuildState, NodeWork
@@ -44,9 +44,11 @@ def keyword_requests(works: Sequence[NodeWork], services: Mapping[str, Service],
     planned: list[Planned] = []
     per_line = 8 + config.keywords_per_service_max * (config.keyword_max_chars + 2)
     for work in works:
-        def make(chunk: list[str], work: NodeWork = work) -> Request | None:
+        context = context_for(work, state)
+
+        def make(chunk: list[str], work: NodeWork = work, context: str = context) -> Request | None:
             lines = [service_line(services[s], config.assign_description_chars) for s in chunk]
-            return _fitted(engine, config, work, chunk, lines, per_line)
+            return _fitted(engine, config, work, chunk, lines, per_line, context)
 
         pairs, unfit = fit_chunks(work.services, config.keyword_batch_size, make, boundaries=config.batch_boundaries)
         state.count("keywords_unfit_services", len(unfit))
@@ -55,14 +57,14 @@ def keyword_requests(works: Sequence[NodeWork], services: Mapping[str, Service],
 
 
 def _fitted(engine: Engine, config: BuildConfig, work: NodeWork, chunk: list[str], lines: list[str],
-            per_line: int) -> Request | None:
+            per_line: int, context: str) -> Request | None:
     return fitted_request(
         engine, config, "keywords",
         constraint=RegexConstraint(lines_regex(len(chunk), keywords_item(config))),
         budget=lines_budget(len(chunk), per_line, config.budget_chars_per_token),
         context={"step": "keywords", "node": work.node_id, "services": list(chunk),
                  "max_keywords": config.keywords_per_service_max},
-        user={"node_path": work.path, "services": numbered(lines)},
+        user={"node_context": context, "services": numbered(lines)},
     )
 
 
@@ -90,8 +92,13 @@ def merge_vocabulary(work: NodeWork, config: BuildConfig) -> dict[str, Any]:
     for word, count in raw.items():
         stemmed[surface[stem_of[word]]] += count
     mapping = {word: surface[stem_of[word]] for word in raw}
-    if config.keyword_merge == "embedding" and len(stemmed) > 1:
-        ordered = sorted(stemmed, key=lambda w: (-stemmed[w], w))
+    heads = prefix_map(stemmed, config.keyword_prefix_merge_min_chars)
+    mapping = {word: heads[canonical] for word, canonical in mapping.items()}
+    affixed = Counter()
+    for word, count in stemmed.items():
+        affixed[heads[word]] += count
+    if config.keyword_merge == "embedding" and len(affixed) > 1:
+        ordered = sorted(affixed, key=lambda w: (-affixed[w], w))
         synonyms = synonym_map(ordered, config.keyword_merge_similarity)
         mapping = {word: synonyms[canonical] for word, canonical in mapping.items()}
     for service_id, words in work.keywords.items():
@@ -101,7 +108,19 @@ def merge_vocabulary(work: NodeWork, config: BuildConfig) -> dict[str, Any]:
                                                                                                         kv[0]))]
     work.status = DESIGN
     return {"node": work.node_id, "services": len(work.services), "with_keywords": len(work.keywords),
-            "raw": len(raw), "stemmed": len(stemmed), "merged": len(work.vocabulary), "method": config.keyword_merge}
+            "raw": len(raw), "stemmed": len(stemmed), "affixed": len(affixed), "merged": len(work.vocabulary),
+            "method": config.keyword_merge}
+
+
+def prefix_map(counts: Mapping[str, int], min_chars: int) -> dict[str, str]:
+    """Each keyword mapped to the shortest keyword of at least ``min_chars`` characters it begins with (itself when
+    none): crypto absorbs cryptocurrency, weather absorbs weather_forecast, health absorbs healthcare. A word that
+    begins several candidates' words keeps the shortest head, so the result is the same in any order."""
+    if min_chars <= 0:
+        return {word: word for word in counts}
+    heads = {word for word in counts if len(word) >= min_chars}
+    return {word: next((word[:k] for k in range(min_chars, len(word)) if word[:k] in heads), word)
+            for word in counts}
 
 
 @lru_cache(maxsize=1)

@@ -32,6 +32,7 @@ def build_report(state: BuildState, tree: Tree, config: BuildConfig, usage: Usag
         "leaves_over_limit": sorted(oversized, key=lambda x: -x["services"]),
         "counters": dict(sorted(state.counters.items())),
         "vocabulary": state.vocabulary,
+        "events": state.events,
         "usage": usage.to_dict(),
         "wall_seconds": round(state.wall_seconds, 2),
     }
@@ -49,6 +50,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
                                        f"{tree['leaf_size_max']} ({tree['largest_leaf']})"),
         ("root fan-out", str(tree["root_fanout"])),
         ("services on several leaves", f"{tree['services_on_several_leaves']:,}"),
+        ("leaves per service (mean)", str(tree["mean_leaves_per_service"])),
         ("services held by internal nodes", f"{tree['services_on_internal_nodes']:,}"),
         ("engine rounds", str(report["engine_rounds"])),
         ("requests per round (mean / max)",
@@ -64,7 +66,14 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     for vocab in report["vocabulary"]:
         rows.append((f"keywords at {vocab['node']}",
-                     f"{vocab['raw']} raw → {vocab['stemmed']} stemmed → {vocab['merged']} merged"))
+                     f"{vocab['raw']} raw → {vocab['stemmed']} stemmed → {vocab['affixed']} affixes merged →"
+                     f" {vocab['merged']} merged"))
+    for kind in ("shrunk", "skipped"):
+        events = [e for e in report["events"] if e["what"] == kind]
+        if events:
+            where = ", ".join(f"{e['step']} at {e['node']}" for e in events[:3]) + (" …" if len(events) > 3 else "")
+            rows.append((f"steps {kind} to fit the context window" if kind == "shrunk"
+                         else "steps skipped: nothing fits the context window", f"{len(events)} ({where})"))
     if report["leaves_over_limit"]:
         largest = report["leaves_over_limit"][0]
         rows.append(("leaves over θ_leaf", f"{len(report['leaves_over_limit'])} (largest {largest['node']}:"

@@ -7,6 +7,7 @@ number of items, so an answer can only name something that exists; ids come from
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Literal
 
@@ -115,10 +116,12 @@ def category_model(config: BuildConfig, with_source: int | None = None) -> type[
 
 @cache
 def design_model(config: BuildConfig, low: int, high: int, with_source: int | None = None) -> type[BaseModel]:
-    """A set of ``low``..``high`` categories (the schema, not the prompt, enforces at most N)."""
+    """The classification axis first, then a set of ``low``..``high`` categories (the schema, not the prompt,
+    enforces at most N): stating the axis before the categories keeps the siblings on it."""
     item = category_model(config, with_source)
     suffix = f"{low}_{high}" + ("" if with_source is None else f"_s{with_source}")
     return create_model(f"Design_{suffix}", __config__=ConfigDict(extra="forbid"),
+                        dimension=(_text(config.dimension_max_chars), ...),
                         categories=(list[item], Field(min_length=low, max_length=high)))
 
 
@@ -139,7 +142,16 @@ def design_budget(config: BuildConfig, categories: int, *, with_source: bool = F
     per = (config.name_max_chars + config.description_max_chars + config.decision_rule_max_chars
            + config.boundary_max_chars + config.category_keywords_max * (config.keyword_max_chars + 3) + 90
            + (14 if with_source else 0))
-    return int(categories * per / config.budget_chars_per_token) + 32
+    return int((categories * per + config.dimension_max_chars + 20) / config.budget_chars_per_token) + 32
+
+
+def typical_budget(config: BuildConfig, category_chars: Sequence[int], extra: int) -> int:
+    """Tokens of an answer that repeats categories of the given JSON lengths and adds ``extra`` of their mean
+    length: a realistic budget for a refine, which mostly returns the current set (a longer answer is cut off and
+    retried by the engine with twice the budget)."""
+    mean = sum(category_chars) / len(category_chars) if category_chars else design_budget(config, 1)
+    total = sum(category_chars) + extra * mean + 14 * (len(category_chars) + extra)
+    return int((total + config.dimension_max_chars + 20) / config.budget_chars_per_token) + 32
 
 
 def lines_budget(lines: int, chars_per_line: int, chars_per_token: float = 1.0) -> int:

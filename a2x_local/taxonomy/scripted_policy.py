@@ -55,14 +55,15 @@ def category_text(word: str) -> dict[str, str]:
 
 def categories_json(words: Sequence[str], sources: Sequence[int] | None = None,
                     keywords: Sequence[list[str]] | None = None) -> str:
-    """A design/refine answer: one category per word (its text from ``category_text``), optional refine sources."""
+    """A design/refine answer: the axis, then one category per word (its text from ``category_text``), optional
+    refine sources."""
     categories = []
     for i, word in enumerate(words):
         entry = {"source": sources[i]} if sources is not None else {}
         entry.update(category_text(word))
         entry["keywords"] = list(keywords[i]) if keywords is not None else [word]
         categories.append(entry)
-    return json.dumps({"categories": categories})
+    return json.dumps({"dimension": "user-facing functional domain", "categories": categories})
 
 
 class WordPolicy:
@@ -166,16 +167,30 @@ class WordPolicy:
         return categories_json(words)
 
     def _assign(self, context: dict) -> str:
+        return "\n".join(f"{k}: {answer}" for k, answer in enumerate(self._filed(context), start=1))
+
+    def _assign_one(self, context: dict) -> str:
+        [answer] = self._filed(context)
+        service_id = context["services"][0]
+        about = " ".join(self.words[service_id][:4]) or "unclear"
+        return f"Reasoning: it helps users with {about}.\nCategories: {answer}"
+
+    def _assign_new(self, context: dict) -> str:
+        """New categories: only those whose words the service carries (no closest-category guess)."""
+        return "\n".join(f"{k}: {answer}" for k, answer in enumerate(self._filed(context, guess=False), start=1))
+
+    def _filed(self, context: dict, *, guess: bool = True) -> list[str]:
+        """Per offered service: the positions of every category whose words it carries, or NONE."""
         keywords = [set(k) or {n.lower()} for k, n in zip(context["category_keywords"], context["categories"],
                                                            strict=True)]
         most = context["max_labels"]
-        lines = []
-        for k, service_id in enumerate(context["services"], start=1):
+        answers = []
+        for service_id in context["services"]:
             hits = [str(i) for i, words in enumerate(keywords, start=1) if words & self.match[service_id]]
-            if not hits:
+            if not hits and guess:
                 hits = self._closest(service_id, keywords)
-            lines.append(f"{k}: {','.join(hits[:most]) if hits else 'NONE'}")
-        return "\n".join(lines)
+            answers.append(",".join(hits[:most]) if hits else "NONE")
+        return answers
 
     def _closest(self, service_id: str, keywords: Sequence[set[str]]) -> list[str]:
         """The category whose words co-occur most with the service's words (nothing when none co-occurs)."""

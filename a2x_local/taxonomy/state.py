@@ -56,10 +56,15 @@ class NodeWork:
     keywords: dict[str, list[str]] = field(default_factory=dict)
     vocabulary: list[list] = field(default_factory=list)      # [[keyword, services], ...] by frequency
     drafts: list[Draft] = field(default_factory=list)
+    dimension: str = ""                      # the classification axis the last design or refine stated
     flagged: dict[str, list[str]] = field(default_factory=dict)  # "position" -> violations (root validation)
     validations: int = 0
     assignment: dict[str, list[int]] = field(default_factory=dict)  # service -> 1-based draft positions
     pending: list[str] = field(default_factory=list)
+    # After a refine added or changed categories: services filed under unchanged ones, to be offered the new
+    # ones (``new_positions``, 1-based in ``drafts``) in the next assignment round.
+    offer_new: list[str] = field(default_factory=list)
+    new_positions: list[int] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     passes: int = 0
     note: str = ""
@@ -91,6 +96,9 @@ class BuildState:
     rounds: list[dict[str, Any]] = field(default_factory=list)   # one entry per step that called the engine
     counters: dict[str, int] = field(default_factory=dict)
     vocabulary: list[dict[str, Any]] = field(default_factory=list)
+    # What the build could not do as designed: prompts shrunk to fit the context window, steps skipped because
+    # nothing fits. Recorded with the build (never silent).
+    events: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     version: int = STATE_VERSION
@@ -104,6 +112,11 @@ class BuildState:
     def count(self, key: str, amount: int = 1) -> None:
         if amount:
             self.counters[key] = self.counters.get(key, 0) + amount
+
+    def event(self, step: str, node: str, what: str, **details: Any) -> None:
+        """Record something the build did differently from its design (shrunk, skipped), and count it."""
+        self.events.append({"step": step, "node": node, "level": self.level, "what": what, **details})
+        self.count(f"{step}_{what}")
 
     def tree(self, registry_fingerprint: str = "") -> Tree:
         return Tree(nodes=self.nodes, registry_fingerprint=registry_fingerprint, root_id=self.root_id)

@@ -55,6 +55,7 @@ class TreeStats:
     services_on_several_leaves: int
     services_on_internal_nodes: int
     mean_nodes_per_service: float
+    mean_leaves_per_service: float        # leaf placements per service of the tree (multi-label placement)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()}
@@ -150,6 +151,7 @@ class Tree:
             services_on_several_leaves=sum(1 for c in leaf_places.values() if c > 1),
             services_on_internal_nodes=len({s for n in internal for s in n.services}),
             mean_nodes_per_service=round(statistics.fmean(places.values()), 2) if places else 0.0,
+            mean_leaves_per_service=round(sum(leaf_places.values()) / len(places), 2) if places else 0.0,
         )
 
     def to_nested(self, node_id: str | None = None) -> dict[str, Any]:

@@ -76,3 +76,42 @@ def test_scripted_engine_multi_item_answer_passes_validation_unchanged() -> None
     engine = ScriptedEngine(lambda request: "2,5,7")
     [result] = engine.generate([ask("pick", RegexConstraint(r"NONE|[1-9][0-9]?(,[1-9][0-9]?){0,9}"))])
     assert result.ok and result.value == "2,5,7"
+
+
+class SmallWindow(FakeBackend):
+    """A backend with a known context window."""
+
+    def __init__(self, script: dict[str, list[RawOutput]], window: int) -> None:
+        super().__init__(script)
+        self.window = window
+
+    @property
+    def max_model_len(self) -> int:
+        return self.window
+
+
+def test_a_prompt_that_cannot_fit_is_never_sent_nor_retried_and_its_neighbours_are() -> None:
+    long = "word " * 400
+    engine = SmallWindow({long: [], "b": [RawOutput("7", 5, 1, "stop")]}, window=200)
+    results = engine.generate([ask(long, RegexConstraint("[0-9]"), max_tokens=4, label="design"),
+                               ask("b", RegexConstraint("[0-9]"), max_tokens=4, label="design")])
+    assert [len(batch) for batch in engine.sent] == [1] and engine.sent[0][0].messages[0]["content"] == "b"
+    unsent, sent = results
+    assert not unsent.ok and unsent.attempts == 0 and unsent.finish_reason == "error"
+    assert "not sent" in unsent.error and "context window is 200" in unsent.error
+    assert sent.ok and sent.value == "7"
+    stats = engine.usage.by_label["design"]
+    assert (stats.calls, stats.failures, stats.retries) == (1, 1, 0) and engine.usage.rounds == 1
+
+
+def test_a_budget_larger_than_the_room_left_is_lowered_to_it() -> None:
+    engine = SmallWindow({"a": [RawOutput("7", 5, 1, "stop")]}, window=300)
+    tokens = engine.count_prompt_tokens([{"role": "user", "content": "a"}])
+    [result] = engine.generate([ask("a", RegexConstraint("[0-9]"), max_tokens=1000)])
+    assert result.ok and engine.sent[0][0].max_tokens == 300 - tokens
+
+
+def test_when_nothing_fits_no_backend_call_is_made() -> None:
+    engine = SmallWindow({}, window=20)
+    [result] = engine.generate([ask("word " * 50, RegexConstraint("[0-9]"), max_tokens=4)])
+    assert not result.ok and engine.sent == [] and engine.usage.rounds == 0

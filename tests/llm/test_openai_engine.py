@@ -135,8 +135,9 @@ def test_rejected_requests_fail_alone_with_the_servers_reason(engine) -> None:
     broken = Request(messages(0), RegexConstraint("[a-"))
     fine = Request(messages(1), RegexConstraint("[0-9]{1,3}"), max_tokens=8)
     results = engine.generate([too_long, broken, fine])
-    assert results[0].finish_reason == "error" and "HTTP 400" in results[0].error
-    assert "context length" in results[0].error or "max_model_len" in results[0].error
+    # Too long for the window the server reports: refused by the engine's fit check, never posted.
+    assert results[0].finish_reason == "error" and "not sent" in results[0].error
+    assert "max_model_len" in results[0].error and results[0].attempts == 0
     assert results[1].finish_reason == "error" and "HTTP 400" in results[1].error and "regex" in results[1].error
     assert results[2].ok
 

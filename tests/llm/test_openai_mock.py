@@ -175,9 +175,11 @@ def test_a_configured_name_is_sent_without_asking_but_the_window_is_read_once() 
     server = FakeServer(models=[model_entry("other", 512), model_entry("tiny", 3072)])
     engine = make_engine(server, model="tiny", max_model_len=1024)
     body = engine._request_body(ask(0))
+    assert body["model"] == "tiny" and server.paths() == []
     [result] = engine.generate([ask(1)])
-    assert body["model"] == "tiny" and result.ok and server.bodies()[0]["model"] == "tiny"
-    assert "/v1/models" not in server.paths()
+    assert result.ok and server.bodies()[0]["model"] == "tiny"
+    # The fit check reads the window before the first request goes out.
+    assert server.paths() == ["/v1/models", "/v1/chat/completions"]
     assert engine.max_model_len == 3072 and engine.max_model_len == 3072
     engine.generate([ask(2)])
     assert server.paths().count("/v1/models") == 1 and engine.served_model() == "tiny"
@@ -431,3 +433,15 @@ def test_usage_per_label_is_the_sum_of_the_results(server, engine) -> None:
 
 def body_tokens(body: dict[str, Any]) -> int:
     return 10 + question(body)
+
+
+def test_a_prompt_larger_than_the_served_window_is_never_posted() -> None:
+    server = FakeServer(models=[model_entry("served", 64)])
+    engine = make_engine(server, model="", max_model_len=8192)
+    long = Request([{"role": "user", "content": "question " * 200 + "1"}], ChoiceConstraint(OPTIONS), max_tokens=8,
+                   label="design")
+    short, big = engine.generate([ask(0, max_tokens=8), long])
+    assert short.ok and not big.ok and "not sent" in big.error and "context window is 64" in big.error
+    assert len(server.chats()) == 1 and question(server.bodies()[0]) == 0
+    # The answer budget of the request that fits is lowered to what the window leaves.
+    assert server.bodies()[0]["max_tokens"] <= 8

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from a2x_local.llm.types import Request
 from a2x_local.registry.types import Service
+from a2x_local.search.llm.descent import option_services
 from a2x_local.search.llm.positions import NONE
 from a2x_local.taxonomy.types import Tree, TreeNode
 
@@ -57,7 +58,8 @@ def sample_services() -> dict[str, Service]:
 
 
 class Oracle:
-    """Answers like a perfect model: categories whose subtree holds a wanted service, and the wanted services.
+    """Answers like a perfect model: options (a child's subtree, or a node's own services) that hold a wanted
+    service, most wanted first and no more than the answer may hold, and the wanted services.
 
     ``wanted`` maps a query to its correct service ids. ``none_at`` lists (query, node) pairs answered NONE anyway;
     ``invalid_once`` makes the first attempt of matching requests invalid (to exercise the engine's retry).
@@ -82,13 +84,17 @@ class Oracle:
         if context["call"] == "descend":
             if (query, context["node"]) in self.none_at:
                 return NONE
-            chosen = [k for k, child in enumerate(options, 1) if self.tree.subtree_services(child) & wanted]
+            # The most relevant first (most wanted services), as a capped answer is asked to be.
+            scored = [(len(option_services(self.tree, child) & wanted), k) for k, child in enumerate(options, 1)]
+            chosen = [k for score, k in sorted(scored, key=lambda sk: (-sk[0], sk[1])) if score]
+            return ",".join(map(str, chosen[: context["max_items"]])) or NONE
         else:
             if context["mode"] == "get_one" and self.one_none:
                 return NONE
             chosen = [k for k, service in enumerate(options, 1) if service in wanted]
             if context["mode"] == "get_one":
                 chosen = chosen[-1:]  # deliberately not the first, so tests see which pick won
+            chosen = chosen[: context["max_items"]]
         return ",".join(map(str, chosen)) or NONE
 
 

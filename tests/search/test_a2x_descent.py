@@ -24,7 +24,8 @@ def test_descent_follows_the_selections():
     walk = walks[0]
     assert walk.visited == ["root", "root/1", "root/1/1"]
     root, travel = walk.decisions
-    assert (root.node, root.selected, root.pruned) == ("root", ["root/1"], ["root/2", "root/3"])
+    # The root's own services are one more option ("other services here"), pruned like any child.
+    assert (root.node, root.selected, root.pruned) == ("root", ["root/1"], ["root/2", "root/3", "root#other"])
     assert (travel.selected, travel.pruned) == (["root/1/1"], ["root/1/2"])
     assert not root.fallback
 
@@ -38,8 +39,9 @@ def test_none_prunes_only_that_subtree_and_internal_services_are_candidates():
     travel = next(d for d in walk.decisions if d.node == "root/1")
     assert travel.selected == [] and travel.pruned == ["root/1/1", "root/1/2"] and travel.answer == "NONE"
     reached = dict(walk.reached(tree))
-    # The root's and Travel's own services join the candidates although Travel's children were pruned.
-    assert reached == {"root": ["g1"], "root/1": ["t0"], "root/3/1": ["p1", "p2"]}
+    # Travel's own services join the candidates although its children were pruned; the root's own (g1) were an
+    # option of their own, and pruned.
+    assert reached == {"root/1": ["t0"], "root/3/1": ["p1", "p2"]}
 
 
 def test_nothing_chosen_at_the_root_falls_back_to_the_largest_child():
@@ -49,7 +51,7 @@ def test_nothing_chosen_at_the_root_falls_back_to_the_largest_child():
     root = walks[0].decisions[0]
     # Finance holds 7 distinct services (p1 p2 s1-s4 f1), Travel 6, Weather 4.
     assert root.fallback and root.selected == ["root/3"]
-    assert root.pruned == ["root/1", "root/2"]
+    assert root.pruned == ["root/1", "root/2", "root#other"]
     # The fallback child is then walked like any other (here the oracle finds nothing in it).
     assert walks[0].visited == ["root", "root/3"]
 

@@ -116,10 +116,11 @@ def test_cli_json_carries_costs_and_the_trace(db_path, cli, scripted_a2x):
     data = json.loads(out)
     assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]
     assert data["hits"][0]["path"] == ["root", "root/1", "root/1/2"] and data["hits"][0]["name"] == "tool_h1"
-    # Two descent calls, then one selection call per unmerged group (root, Travel, Hotels) in one round.
-    assert data["calls"] == 5 and data["rounds"] == 3 and data["prompt_tokens"] > 0
+    # Two descent calls, then one selection call per unmerged group (Travel, Hotels; the root's own services were
+    # an option of their own, pruned) in one round.
+    assert data["calls"] == 4 and data["rounds"] == 3 and data["prompt_tokens"] > 0 and data["capped"] == 0
     root = data["trace"]["decisions"][0]
-    assert root["selected"] == ["root/1"] and root["pruned"] == ["root/2", "root/3"]
+    assert root["selected"] == ["root/1"] and root["pruned"] == ["root/2", "root/3", "root#other"]
 
 
 def test_cli_trace_prints_the_walk(db_path, cli, scripted_a2x):

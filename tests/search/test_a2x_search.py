@@ -33,17 +33,41 @@ def test_results_follow_the_oracle_with_paths_and_trace():
     trace = answer.trace
     assert trace["visited"] == ["root", "root/1", "root/2", "root/1/1"]
     root = trace["decisions"][0]
-    assert root["selected"] == ["root/1", "root/2"] and root["pruned"] == ["root/3"]
+    assert root["selected"] == ["root/1", "root/2"] and root["pruned"] == ["root/3", "root#other"]
     assert trace["names"]["root/3"] == "Finance"
-    assert [g["key"] for g in trace["selection"]] == ["root", "root/1", "root/1/1", "root/2"]
+    assert trace["names"]["root#other"] == "other services of All services"
+    # The root's own services (g1) were an option of their own and were pruned: they are not offered.
+    assert [g["key"] for g in trace["selection"]] == ["root/1", "root/1/1", "root/2"]
 
 
 def test_services_of_internal_nodes_are_offered_and_can_be_chosen():
     method, _, oracle = _method()
     answer = method.search("anything at all")
     assert answer.ids == ["g1"] and answer.hits[0].path == ["root"]
+    # At the root they are one more option: the descent chose it alone, and went no deeper.
+    root = answer.trace["decisions"][0]
+    assert root["selected"] == ["root#other"] and not root["fallback"] and answer.trace["visited"] == ["root"]
+    listing = oracle.seen[0].messages[1]["content"]
+    assert "4. Other services here: 1 services filed under this category itself" in listing
+    assert "tool_g1" in listing
     offered = [r.context["options"] for r in oracle.seen if r.context["call"] == "select"]
-    assert ["g1"] in offered
+    assert offered == [["g1"]]
+    # Below the root, a node's own services join whenever the node is visited (Travel's t0 here).
+    answer = method.search("hotel tonight")
+    assert ["t0"] in [g["services"] for g in answer.trace["selection"]]
+
+
+@pytest.mark.parametrize(("where", "offered_at"), [("all", {"root", "root/1"}), ("none", set())])
+def test_where_own_services_are_an_option_is_a_setting(where, offered_at):
+    method, _, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, other_services_child=where))
+    answer = method.search("hotel tonight")
+    with_other = {r.context["node"] for r in oracle.seen if r.context["call"] == "descend"
+                  and any(o.endswith("#other") for o in r.context["options"])}
+    assert with_other == offered_at
+    offered = {s for g in answer.trace["selection"] for s in g["services"]}
+    # "none": g1 and t0 are offered whenever their node is visited; "all": both were pruned options.
+    assert offered == ({"h1", "h2"} if where == "all" else {"g1", "t0", "h1", "h2"})
+    assert answer.ids == ["h1", "h2"]
 
 
 def test_accounting_per_query_adds_up_to_the_engine_totals():
@@ -57,11 +81,11 @@ def test_accounting_per_query_adds_up_to_the_engine_totals():
     assert total.retries == 1
     by_query = {a.query: a for a in answers}
     assert by_query["pay a bill"].ids == ["p1"]
-    # root + Finance (+1 retry round) + selection; "anything at all" chooses nothing at the root, so the
-    # fallback walks into the largest child (Finance) before selection.
+    # root + Finance (+1 retry round) + selection; "anything at all" chooses only the root's own services, so
+    # its walk ends at the root.
     assert by_query["pay a bill"].rounds == 4 and by_query["buy shares"].rounds == 3
-    assert by_query["anything at all"].rounds == 3
-    assert by_query["hotel tonight"].candidates_shown == 1 + 1 + 2  # g1, t0, Hotels (no merging here)
+    assert by_query["anything at all"].rounds == 2
+    assert by_query["hotel tonight"].candidates_shown == 1 + 2  # t0, Hotels (no merging here)
 
 
 def test_a_batch_is_one_engine_call_per_level_then_one_for_all_groups():
@@ -82,15 +106,18 @@ def test_results_are_identical_across_runs():
     two = second.search_batch(requests)
     assert [(a.ids, a.trace, a.prompt_tokens, a.calls) for a in one] == \
         [(a.ids, a.trace, a.prompt_tokens, a.calls) for a in two]
-    # The exact answers, worked out by hand from the tree and the oracle (get_one: the oracle picks the last
-    # offered; several picks go to one final call): an order that hung on hashing or set order would fail here.
-    expected = [["f2", "w1"], ["w1"], ["p1"], ["p1"], ["s3"], ["s3"], ["h1", "h2"], ["h2"], ["g1"], ["g1"]]
+    # The exact answers, worked out by hand from the tree and the oracle (get_one descends into one category per
+    # level, the first of equally good ones, and the oracle picks the last wanted service it is offered): an
+    # order that hung on hashing or set order would fail here.
+    expected = [["f2", "w1"], ["f2"], ["p1"], ["p1"], ["s3"], ["s3"], ["h1", "h2"], ["h2"], ["g1"], ["g1"]]
     assert [a.ids for a in one] == expected
     flight = one[0].trace
     assert flight["visited"] == ["root", "root/1", "root/2", "root/1/1"]   # level by level, children in order
     assert [(g["key"], g["services"]) for g in flight["selection"]] == [
-        ("root", ["g1"]), ("root/1", ["t0"]), ("root/1/1", ["f1", "f2", "f3"]), ("root/2", ["w1", "w2", "w3", "w4"])]
-    assert [(g["key"], g["services"]) for g in one[1].trace["selection"]][-1] == ("picks", ["f2", "w1"])
+        ("root/1", ["t0"]), ("root/1/1", ["f1", "f2", "f3"]), ("root/2", ["w1", "w2", "w3", "w4"])]
+    # get_one: one path (Travel, then Flights), all its services in one list, one answer.
+    assert one[1].trace["visited"] == ["root", "root/1", "root/1/1"]
+    assert [(g["key"], g["services"]) for g in one[1].trace["selection"]] == [("root/1", ["t0", "f1", "f2", "f3"])]
 
 
 def test_merging_reduces_selection_calls():
@@ -105,7 +132,7 @@ def test_group_cap_splits_selection_prompts():
     method, engine, _ = _method(config=LlmSearchConfig.defaults(merge_threshold=30, group_cap=2))
     answer = method.search("book a flight and check the rain")
     sizes = [len(g["services"]) for g in answer.trace["selection"]]
-    assert max(sizes) <= 2 and sum(sizes) == answer.candidates_shown == 1 + 1 + 3 + 4
+    assert max(sizes) <= 2 and sum(sizes) == answer.candidates_shown == 1 + 3 + 4
     assert engine.batches[-1] == len(sizes)  # all parts in one round
     assert answer.ids == ["f2", "w1"]
 
@@ -115,18 +142,32 @@ def test_a_prompt_token_budget_halves_groups_until_they_fit():
     answer = method.search("book a flight and check the rain")
     selects = [r for r in oracle.seen if r.label == "select"]
     assert len(selects) > 1 and all(engine.count_prompt_tokens(r.messages) <= 150 for r in selects)
-    assert sum(len(r.context["options"]) for r in selects) == answer.candidates_shown == 9
+    assert sum(len(r.context["options"]) for r in selects) == answer.candidates_shown == 8
     assert answer.ids == ["f2", "w1"]
 
 
-def test_get_one_chooses_among_the_picks_of_several_groups():
-    method, engine, _ = _method()
+def test_get_one_descends_into_one_category_per_level_and_answers_once():
+    method, engine, oracle = _method()
     answer = method.search("book a flight and check the rain", mode="get_one")
-    assert engine.usage.by_label["select_final"].calls == 1
-    calls = [g["call"] for g in answer.trace["selection"]]
-    assert calls.count("select_final") == 1
-    # The oracle answers the last of the offered picks, so the final call decided.
-    assert answer.ids == ["w1"]
+    descents = [r for r in oracle.seen if r.context["call"] == "descend"]
+    assert all(r.context["max_items"] == 1 for r in descents)
+    assert all(len(d["selected"]) == 1 for d in answer.trace["decisions"])
+    assert "select_final" not in engine.usage.by_label and len(answer.trace["selection"]) == 1
+    assert answer.ids == ["f2"] and answer.rounds == 3
+    # The descent prompt asks for ONE sub-category by what the service does, with the boundaries shown.
+    system, user = descents[0].messages[0]["content"], descents[0].messages[1]["content"]
+    assert "ONE sub-category" in system and "not the topic" in system
+    assert "(NOT here: anything but travel)" in user
+
+
+def test_get_one_chooses_among_the_picks_only_when_its_list_had_to_be_split():
+    method, engine, _ = _method(config=LlmSearchConfig.defaults(group_cap=2), wanted={"fly": {"f1", "f3"}})
+    answer = method.search("fly", mode="get_one")
+    parts = [g for g in answer.trace["selection"] if g["call"] == "select"]
+    assert [(g["services"], g["selected"]) for g in parts] == [(["t0", "f1"], ["f1"]), (["f2", "f3"], ["f3"])]
+    final = [g for g in answer.trace["selection"] if g["call"] == "select_final"]
+    assert engine.usage.by_label["select_final"].calls == 1 and final[0]["services"] == ["f1", "f3"]
+    assert answer.ids == ["f3"]   # the oracle picks the last offered: the final call decided
 
 
 def test_get_one_falls_back_to_get_important_and_takes_the_first():
@@ -157,16 +198,21 @@ class _FixedRetriever:
 
 
 def test_rescue_adds_retrieved_services_as_one_more_group():
-    # NONE at the root sends the descent into the largest child (Finance): the hotels are found only by rescue.
-    method, _, _ = _method({"none_at": [("hotel tonight", "root")]}, rescue=_FixedRetriever(["g1", "h1", "x1"]))
+    # Travel answers NONE, so the hotel is found only by rescue; Finance leads to the bill.
+    wanted = {"hotel and a bill": {"h1", "p1"}}
+    oracle = {"none_at": [("hotel and a bill", "root/1")]}
+    method, _, _ = _method(oracle, wanted=wanted, rescue=_FixedRetriever(["p1", "h1", "x1"]))
     assert method.name == "a2x+rescue"
-    answer = method.search("hotel tonight")
+    answer = method.search("hotel and a bill")
     rescue = [g for g in answer.trace["selection"] if g["key"] == "rescue"]
-    assert len(rescue) == 1 and rescue[0]["services"] == ["h1", "x1"]  # g1 was already offered by the descent
+    assert len(rescue) == 1 and rescue[0]["services"] == ["h1", "x1"]  # p1 was already offered by the descent
     assert answer.trace["selection"][-1]["key"] == "rescue"
-    assert answer.ids == ["h1"] and answer.hits[0].path == []
-    plain, _, _ = _method({"none_at": [("hotel tonight", "root")]})
-    assert plain.search("hotel tonight").ids == []
+    assert answer.ids == ["p1", "h1"] and answer.hits[1].path == [] and answer.hits[0].path[-1] == "root/3/1"
+    plain, _, _ = _method(oracle, wanted=wanted)
+    assert plain.search("hotel and a bill").ids == ["p1"]
+    # get_one: the rescued services join the path's one list instead of making another group.
+    one = method.search("hotel and a bill", mode="get_one")
+    assert len(one.trace["selection"]) == 1 and one.trace["selection"][0]["services"][-2:] == ["h1", "x1"]
 
 
 @pytest.mark.parametrize("query", ["", "   "])
@@ -210,10 +256,10 @@ def _garbage(request):
 
 def test_a_query_whose_model_calls_all_failed_carries_an_error():
     method = A2XSearch(sample_tree(), sample_services(), ScriptedEngine(_garbage),
-                       LlmSearchConfig.defaults(merge_threshold=0))
+                       LlmSearchConfig.defaults(merge_threshold=0, other_services_child="none"))
     answer = method.search("book a flight")
-    # The root's failed answer falls back into Finance, whose answer fails too; g1 (the root's own) is offered
-    # and that selection call fails as well.
+    # The root's failed answer falls back into Finance, whose answer fails too; g1 (the root's own, no option of
+    # its own here) is offered and that selection call fails as well.
     assert answer.ids == [] and answer.calls > 0
     assert answer.error is not None and answer.error.startswith("all 1 selection calls failed")
     # No group reached at all: the descent's failures are the error.

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from a2x_local.llm import Request
+from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Service
+from a2x_local.taxonomy.builder import Builder
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.state import BuildState
 
 
 def small_config(**overrides) -> BuildConfig:
@@ -36,3 +39,15 @@ class Recorder:
 
     def of(self, step: str) -> list[Request]:
         return [r for r in self.requests if r.context.get("step") == step]
+
+
+def build(services: Sequence[Service], config: BuildConfig, rule: Callable[[Request], str],
+          **engine_kwargs) -> tuple[BuildState, ScriptedEngine]:
+    """Run a whole build in memory with a scripted engine answering by ``rule``."""
+    by_id = {s.id: s for s in services}
+    engine = ScriptedEngine(rule, **engine_kwargs)
+    state = BuildState.start(sorted(by_id))
+    builder = Builder(state, by_id, config, engine)
+    while not builder.finished:
+        builder.step()
+    return state, engine

@@ -41,18 +41,20 @@ class DomainRule:
                                             for n in c["categories"]]})
         if step == "redesign":
             return categories_json(self.redesign_names)
-        if step == "assign":
+        if step in ("assign", "assign_one", "assign_new"):
             names = [n.lower() for n in c["categories"]]
-            lines = []
-            for k, s in enumerate(c["services"], start=1):
-                if s in self.generic:
+            answers = []
+            for s in c["services"]:
+                if s in self.generic and step != "assign_new":
                     answer = ",".join(str(i) for i in range(1, c["max_labels"] + 1))
                 elif s in self.unassigned or domain_of(s) not in names:
                     answer = "NONE"
                 else:
                     answer = str(names.index(domain_of(s)) + 1)
-                lines.append(f"{k}: {answer}")
-            return "\n".join(lines)
+                answers.append(answer)
+            if step == "assign_one":
+                return f"Reasoning: a {domain_of(c['services'][0])} service.\nCategories: {answers[0]}"
+            return "\n".join(f"{k}: {answer}" for k, answer in enumerate(answers, start=1))
         if step == "refine":
             names = [n.lower() for n in c["categories"]]
             items = []
@@ -61,7 +63,7 @@ class DomainRule:
                 if name in self.refine_change:
                     item["description"] = f"Sharper: services about {name} only."
                 items.append(item)
-            return json.dumps({"categories": items})
+            return json.dumps({"dimension": "domain", "categories": items})
         if step == "crossdomain_pick":
             names = list(c["domain_names"])
             lines = []

@@ -6,25 +6,13 @@ import re
 
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
-from a2x_local.taxonomy.builder import BuildAborted, Builder
+from a2x_local.taxonomy.builder import BuildAborted
 from a2x_local.taxonomy.calls import chunks
 from a2x_local.taxonomy.report import build_report
 from a2x_local.taxonomy.scripted_policy import WordPolicy
-from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import child_id
-from tests.taxonomy.helpers import Recorder, small_config, synthetic
+from tests.taxonomy.helpers import Recorder, build, small_config, synthetic
 from tests.taxonomy.rules import DomainRule, categories_json
-
-
-def build(services, config, rule, **engine_kwargs):
-    by_id = {s.id: s for s in services}
-    engine = ScriptedEngine(rule, **engine_kwargs)
-    state = BuildState.start(sorted(by_id))
-    builder = Builder(state, by_id, config, engine)
-    while not builder.finished:
-        builder.step()
-    return state, engine
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from a2x_local.llm.constraints import grammar_problem
 from a2x_local.llm.types import JsonConstraint, RegexConstraint
 from a2x_local.taxonomy import prompts
+from a2x_local.taxonomy.assign import one_regex
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import (
     design_model,
@@ -83,7 +84,11 @@ def test_every_build_constraint_compiles_for_the_structured_output_backend():
         RegexConstraint(lines_regex(50, keywords_item(config))),
         RegexConstraint(lines_regex(15, positions_item(20, 7))),
         RegexConstraint(lines_regex(20, placement_item(137))),
+        RegexConstraint(one_regex(config, positions_item(20, 7))),
     ]
+    answer = "Reasoning: it books flights, so travel.\nCategories: 3,12"
+    assert re.fullmatch(one_regex(config, positions_item(20, 7)), answer)
+    assert not re.fullmatch(one_regex(config, positions_item(20, 7)), "Reasoning: a\nb\nCategories: 3")
     for constraint in constraints:
         assert grammar_problem(constraint) is None
 
@@ -100,8 +105,10 @@ def test_one_prompt_file_per_call_type_with_shared_instructions_first():
         assert "$" not in system_a["content"] and "$" not in user_a["content"]
     design = prompts.render("design_descriptions", system={"max_keywords": 5, "min_children": 2,
                                                            "max_children": 20},
-                            node_path="Travel", count=3, services="- a: b")[0]["content"]
+                            node_context="Travel", services="- a: b")[0]["content"]
     assert "No catch-alls" in design and "One classification axis" in design and "No technology" in design
+    assert "No operation categories" in design and "User-scenario test" in design
+    assert design.index("dimension") < design.index("for each category")
 
 
 def test_prompt_hash_changes_with_any_prompt_file(monkeypatch):

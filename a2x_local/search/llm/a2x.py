@@ -14,8 +14,8 @@ from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search.llm.answers import checked_modes, failure, make_answer
 from a2x_local.search.llm.config import LlmSearchConfig
-from a2x_local.search.llm.descent import Descender, Walk
-from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, tree_groups
+from a2x_local.search.llm.descent import OTHER_SUFFIX, Descender, Walk, is_other
+from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, path_group, tree_groups
 from a2x_local.search.llm.listing import service_line
 from a2x_local.search.llm.prompting import prompt_hash
 from a2x_local.search.llm.rounds import RoundRunner
@@ -44,7 +44,8 @@ class A2XSearch:
         self.name = name or ("a2x+rescue" if rescue is not None else "a2x")
         self.index = TreeIndex(tree)
         self.lines = {service_id: service_line(service, config) for service_id, service in services.items()}
-        self.descender = Descender(tree, engine, config)
+        self.descender = Descender(tree, engine, config,
+                                   service_names={sid: service.name for sid, service in services.items()})
         self.selector = Selector(self.lines, engine, config)
 
     def search(self, query: str, mode: str | None = None) -> SearchAnswer:
@@ -62,11 +63,15 @@ class A2XSearch:
         rescued = self.rescue.retrieve(queries, self.config.rescue_top_k) if self.rescue is not None else None
         jobs, origins = [], []
         for q, walk in enumerate(walks):
-            groups, origin = tree_groups(walk.reached(self.tree), self.index, threshold=self.config.merge_threshold,
-                                         cap=self.config.group_cap)
-            if rescued is not None:
-                groups += extra_group(RESCUE_KEY, [hit.service_id for hit in rescued[q]], origin,
-                                      self.config.group_cap)
+            extra = [hit.service_id for hit in rescued[q]] if rescued is not None else []
+            if walk.mode == "get_one":
+                # One path, one list: the single best service is chosen among all of it in one answer.
+                groups, origin = path_group(walk.reached(self.tree), self.index, extra, self.config.group_cap)
+            else:
+                groups, origin = tree_groups(walk.reached(self.tree), self.index,
+                                             threshold=self.config.merge_threshold, cap=self.config.group_cap)
+                if rescued is not None:
+                    groups += extra_group(RESCUE_KEY, extra, origin, self.config.group_cap)
             jobs.append(SelectionJob(walk.query, walk.mode, groups))
             origins.append(origin)
         selections = self.selector.select(jobs, runner)
@@ -82,9 +87,13 @@ class A2XSearch:
         return answers
 
     def _trace(self, walk: Walk, selection: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
-        shown = set(walk.visited) | {c for d in walk.decisions for c in d.pruned}
+        shown = set(walk.visited) | {c for d in walk.decisions for c in (*d.pruned, *d.selected) if not is_other(c)}
         # Tree order from the positions computed once, rather than a walk over every node of the tree per query.
         names = {node_id: self.tree.node(node_id).name for node_id in sorted(shown, key=self.index.order.__getitem__)}
+        for decision in walk.decisions:
+            for option in (*decision.selected, *decision.pruned):
+                if is_other(option):
+                    names[option] = f"other services of {self.tree.node(option[: -len(OTHER_SUFFIX)]).name}"
         return {"method": self.name, "mode": walk.mode, "tree": self.tree.build_id, "rounds": rounds,
                 "visited": list(walk.visited), "decisions": [d.to_dict() for d in walk.decisions],
                 "selection": selection, "names": names}

@@ -39,4 +39,5 @@ def make_answer(request: SearchRequest, hits: list[Hit], ledger: Ledger, seconds
     """A SearchAnswer carrying the query's own share of model calls, tokens and rounds."""
     return SearchAnswer(query=request.query, hits=hits, ranked=False, prompt_tokens=ledger.prompt_tokens,
                         completion_tokens=ledger.completion_tokens, calls=ledger.calls, rounds=ledger.rounds,
-                        candidates_shown=ledger.candidates_shown, seconds=seconds, trace=trace, error=error)
+                        candidates_shown=ledger.candidates_shown, capped=ledger.capped, seconds=seconds,
+                        trace=trace, error=error)

@@ -12,6 +12,7 @@ from a2x_local.settings import SectionConfig, Settings
 Mode = Literal["get_all", "get_important", "get_one"]
 MODES: tuple[str, ...] = ("get_all", "get_important", "get_one")
 
+
 class LlmSearchConfig(SectionConfig):
     """Every `[search]` key; the packaged default.toml says what each one means."""
 
@@ -22,17 +23,26 @@ class LlmSearchConfig(SectionConfig):
     merge_threshold: int = Field(ge=0)
     group_cap: int = Field(ge=1)
     selection_prompt_tokens: int = Field(ge=0)
-    max_children_selected: int = Field(ge=1)
-    max_services_selected: int = Field(ge=1)
+    max_children_selected: int = Field(ge=0)
+    max_services_selected: int = Field(ge=0)
     category_description_chars: int = Field(ge=0)
     boundary_chars: int = Field(ge=0)
     service_description_chars: int = Field(ge=0)
     name_chars: int = Field(ge=8)
+    other_services_child: Literal["root", "all", "none"]
+    other_services_examples: int = Field(ge=0)
     select_top_k: int = Field(ge=1)
     rescue_top_k: int = Field(ge=1)
     answer_margin_tokens: int = Field(ge=0)
     temperature: float = Field(ge=0)
     seed: int
+
+
+def answer_limit(mode: str, cap: int, offered: int) -> int:
+    """Most positions one answer may hold: one in get_one, else the cap (0 = every offered item)."""
+    if mode == "get_one":
+        return 1
+    return min(cap, offered) if cap else offered
 
 
 def llm_search_config(settings: Settings, **overrides: object) -> LlmSearchConfig:

@@ -2,26 +2,45 @@
 
 At each level every node being expanded, for every query in flight, becomes one request, and all of them go to
 the engine in one call: a batch of queries costs as many sequential rounds as the deepest walk, not the sum.
-The model sees the children as a numbered list and answers positions or NONE; each selected child is expanded,
-NONE prunes only that node's subtree, and when nothing is chosen at the root the largest child is expanded.
+The model sees the children as a numbered list and answers positions or NONE (one position in get_one); each
+selected child is expanded, NONE prunes only that node's subtree, and when nothing is chosen at the root the
+largest child is expanded. A node's own services (filed under none or several of its categories) are offered as
+one more option, "other services here", where `other_services_child` says so, so a query can prune them too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from a2x_local.errors import UserError
-from a2x_local.llm import Engine, Request
-from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.llm import Engine, Request, Result
+from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
 from a2x_local.search.llm.listing import category_line, clip, numbered
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
-from a2x_local.search.llm.prompting import render
+from a2x_local.search.llm.prompting import other_services_line, render
 from a2x_local.search.llm.rounds import RoundRunner, prompt_room
 from a2x_local.taxonomy import Tree
 
 DESCEND_LABEL = "descend"
+# The option id of a node's own services: the node's id plus this suffix (never a real node id, which has none).
+OTHER_SUFFIX = "#other"
+
+
+def other_option(node_id: str) -> str:
+    return node_id + OTHER_SUFFIX
+
+
+def is_other(option: str) -> bool:
+    return option.endswith(OTHER_SUFFIX)
+
+
+def option_services(tree: Tree, option: str) -> frozenset[str]:
+    """The services an offered option leads to: a child's whole subtree, or a node's own services."""
+    if is_other(option):
+        return frozenset(tree.node(option[: -len(OTHER_SUFFIX)]).services)
+    return tree.subtree_services(option)
 
 
 @dataclass
@@ -34,61 +53,91 @@ class NodeDecision:
     answer: str | None = None
     fallback: bool = False
     error: str | None = None
+    capped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "selected": list(self.selected), "pruned": list(self.pruned),
-                "answer": self.answer, "fallback": self.fallback, "error": self.error}
+                "answer": self.answer, "fallback": self.fallback, "error": self.error, "capped": self.capped}
 
 
 @dataclass
 class Walk:
-    """One query's descent: nodes visited (level by level, children in stored order) and decisions taken."""
+    """One query's descent: nodes visited (level by level, children in stored order) and decisions taken.
+
+    ``own_pruned`` holds the nodes whose "other services here" option was offered and not chosen.
+    """
 
     query: str
     mode: str
     visited: list[str] = field(default_factory=list)
     decisions: list[NodeDecision] = field(default_factory=list)
+    own_pruned: set[str] = field(default_factory=set)
 
     def reached(self, tree: Tree) -> list[tuple[str, list[str]]]:
-        """(node, direct services) of every visited node that has any: internal nodes' own services included."""
-        return [(node, tree.node(node).services) for node in self.visited if tree.node(node).services]
+        """(node, direct services) of every visited node that has any and whose own services were not pruned."""
+        return [(node, tree.node(node).services) for node in self.visited
+                if tree.node(node).services and node not in self.own_pruned]
 
 
 class Descender:
     """Builds descent requests for one tree and walks many queries down it together."""
 
-    def __init__(self, tree: Tree, engine: Engine, config: LlmSearchConfig) -> None:
+    def __init__(self, tree: Tree, engine: Engine, config: LlmSearchConfig, *,
+                 service_names: Mapping[str, str] | None = None) -> None:
         self.tree = tree
         self.engine = engine
         self.config = config
+        self.service_names = service_names or {}
         self._listings: dict[tuple[str, bool], tuple[str, str]] = {}
 
+    def offers_other(self, node_id: str) -> bool:
+        """Whether a node's own services are an option of its own (they need children to sit beside)."""
+        node = self.tree.node(node_id)
+        where = self.config.other_services_child
+        if not (node.children and node.services) or where == "none":
+            return False
+        return where == "all" or node_id == self.tree.root_id
+
+    def options(self, node_id: str) -> list[str]:
+        """What the model chooses among at a node: its children, then its own services when offered."""
+        children = list(self.tree.node(node_id).children)
+        return [*children, other_option(node_id)] if self.offers_other(node_id) else children
+
     def _listing(self, node_id: str, boundary: bool) -> tuple[str, str]:
-        """(path, numbered children) of a node; the same text for every query, so computed once."""
+        """(path, numbered options) of a node; the same text for every query, so computed once."""
         key = (node_id, boundary)
         if key not in self._listings:
             names = [self.tree.node(n).name for n in self.tree.path(node_id)[1:]]
             path = " > ".join(clip(name, self.config.name_chars) for name in names) or "top level"
             lines = [category_line(child, self.config, boundary=boundary) for child in self.tree.children(node_id)]
+            if self.offers_other(node_id):
+                own = self.tree.node(node_id).services
+                examples = [clip(name, self.config.name_chars) for name in self._names(own)]
+                lines.append(other_services_line(len(own), examples))
             self._listings[key] = (path, numbered(lines))
         return self._listings[key]
 
+    def _names(self, services: Sequence[str]) -> list[str]:
+        """Example names for the other-services line: the first few ids' names when known, else the ids."""
+        return [self.service_names.get(s, s) for s in services[: self.config.other_services_examples]]
+
     def request(self, query: str, mode: str, node_id: str) -> Request:
-        children = self.tree.node(node_id).children
+        options = self.options(node_id)
+        limit = answer_limit(mode, self.config.max_children_selected, len(options))
+        cap = limit if mode != "get_one" and limit < len(options) else None
         path, listing = self._listing(node_id, boundary=mode == "get_one")
-        messages = render("descend", mode, path=path, children=listing, query=query)
-        limit = self.config.max_children_selected
-        budget = positions_budget(len(children), limit, self.config.answer_margin_tokens)
+        messages = render("descend", mode, cap=cap, path=path, children=listing, query=query)
+        budget = positions_budget(len(options), limit, self.config.answer_margin_tokens)
         room = prompt_room(self.engine, messages, budget)
         if room is not None and room < 0:
-            raise UserError(f"the {len(children)} sub-categories of tree node '{node_id}' do not fit the model's"
-                            f" context window ({self.engine.max_model_len:,} tokens)",
-                            hint="use a model with a longer context (engine max_model_len) or a tree with fewer,"
-                            " shorter categories per node")
-        return Request(messages=messages, constraint=positions_constraint(len(children), limit), max_tokens=budget,
+            raise UserError(f"the {len(options)} options at tree node '{node_id}' do not fit the model's"
+                            f" context window ({self.engine.max_model_len:,} tokens); nothing was sent",
+                            hint="use a model with a longer context (engine max_model_len), shorter category lines"
+                            " ([search] category_description_chars) or a tree with fewer categories per node")
+        return Request(messages=messages, constraint=positions_constraint(len(options), limit), max_tokens=budget,
                        label=DESCEND_LABEL, temperature=self.config.temperature, seed=self.config.seed,
                        context={"call": DESCEND_LABEL, "query": query, "mode": mode, "node": node_id,
-                                "options": list(children), "max_items": limit})
+                                "options": options, "max_items": limit})
 
     def largest_child(self, node_id: str) -> str:
         """The fallback: the child with most services (the first of equals)."""
@@ -109,16 +158,28 @@ class Descender:
                     requests.append(self.request(walks[q].query, walks[q].mode, node_id))
             results = runner.run(owners, requests)
             frontier = []
-            for q, node_id, result in zip(owners, nodes, results, strict=True):
-                children = self.tree.node(node_id).children
-                chosen = parse_positions(result.value, len(children)) if result.ok else []
-                selected = [c for i, c in enumerate(children) if i in chosen]
-                decision = NodeDecision(node_id, selected, [c for c in children if c not in selected],
-                                        answer=result.text if result.ok else None, error=result.error)
-                if not selected and node_id == self.tree.root_id:
-                    fallback = self.largest_child(node_id)
-                    decision.selected, decision.fallback = [fallback], True
-                    decision.pruned = [c for c in children if c != fallback]
+            for q, node_id, request, result in zip(owners, nodes, requests, results, strict=True):
+                decision = self._decide(node_id, request, result)
+                if decision.capped:
+                    runner.ledgers[q].capped += 1
                 walks[q].decisions.append(decision)
-                frontier.extend((q, child) for child in decision.selected)
+                if other_option(node_id) in decision.pruned:
+                    walks[q].own_pruned.add(node_id)
+                frontier.extend((q, option) for option in decision.selected if not is_other(option))
         return walks
+
+    def _decide(self, node_id: str, request: Request, result: Result) -> NodeDecision:
+        """The decision from an answer; an answer that filled a cap below the options offered is marked capped."""
+        options = request.context["options"]
+        limit = request.context["max_items"]
+        chosen = parse_positions(result.value, len(options)) if result.ok else []
+        selected = [option for i, option in enumerate(options) if i in chosen]
+        decision = NodeDecision(node_id, selected, [o for o in options if o not in selected],
+                                answer=result.text if result.ok else None, error=result.error,
+                                capped=request.context["mode"] != "get_one" and limit < len(options)
+                                and len(chosen) >= limit)
+        if not selected and node_id == self.tree.root_id:
+            fallback = self.largest_child(node_id)
+            decision.selected, decision.fallback = [fallback], True
+            decision.pruned = [o for o in options if o != fallback]
+        return decision

@@ -163,3 +163,20 @@ def extra_group(key: str, services: Sequence[str], exclude: Iterable[str], cap: 
     seen = set(exclude)
     fresh = [s for s in dict.fromkeys(services) if s not in seen]
     return split(key, fresh, cap) if fresh else []
+
+
+def path_group(reached: Iterable[tuple[str, Sequence[str]]], index: TreeIndex, extra: Sequence[str],
+               cap: int | None) -> tuple[list[Group], dict[str, str]]:
+    """get_one's candidates as one list: a single path's services in tree order, then ``extra`` (retrieval
+    results not reached), split only when longer than ``cap``. Keyed by the deepest node every reached node lies
+    under. Returns the groups and where each tree service was found."""
+    groups, origin = dedupe(reached)
+    ordered = sorted(groups, key=index.order.__getitem__)
+    services = [s for key in ordered for s in groups[key]]
+    services += [s for s in dict.fromkeys(extra) if s not in origin]
+    if not services:
+        return [], origin
+    key = ordered[0] if ordered else RESCUE_KEY
+    for other in ordered[1:]:
+        key = index.common_depth(key, other)[1]
+    return split(key, services, cap), origin

@@ -25,11 +25,15 @@ def service_line(service: Service, config: LlmSearchConfig) -> str:
 
 
 def category_line(node: TreeNode, config: LlmSearchConfig, *, boundary: bool) -> str:
-    """`name: description`, plus the NOT-here boundary when the mode needs the sharpest distinctions."""
+    """`name: description`, plus the boundary when the mode needs the sharpest distinctions.
+
+    Built boundaries read "NOT here: …"; an imported one may be worded otherwise ("Includes …; excludes …"), so
+    only text that already says what it is shown as is, and other text is labelled as a boundary.
+    """
     line = f"{clip(node.name, config.name_chars)}: {clip(node.description, config.category_description_chars)}"
     if boundary and node.boundary and config.boundary_chars:
         text = clip(node.boundary, config.boundary_chars)
-        line += f" ({text})" if text.lower().startswith("not here") else f" (NOT here: {text})"
+        line += f" ({text})" if text.lower().startswith("not here") else f" (boundary: {text})"
     return line
 
 

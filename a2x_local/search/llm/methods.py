@@ -36,8 +36,9 @@ class LlmOptions(EngineOptions):
     engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
     merge_threshold: int | None = Field(None, ge=0, description="merge candidate groups smaller than this")
     group_cap: int | None = Field(None, ge=1, description="most services per selection prompt")
-    max_services_selected: int | None = Field(None, ge=1, description="most services one answer may choose")
-    max_children_selected: int | None = Field(None, ge=1, description="most sub-categories one answer may choose")
+    max_services_selected: int | None = Field(None, ge=0, description="most services one answer may choose (0: no cap)")
+    max_children_selected: int | None = Field(None, ge=0,
+                                              description="most sub-categories one answer may choose (0: no cap)")
     service_description_chars: int | None = Field(None, ge=0, description="description characters per service")
     category_description_chars: int | None = Field(None, ge=0, description="description characters per category")
 

@@ -1,4 +1,5 @@
-"""The LLM search prompts (one file per call type, one per mode) through the shared `PromptBook`.
+"""The LLM search prompts through the shared `PromptBook`: one file per call type, and per mode separate descent and
+selection instructions (get_important leans to recall while descending and is strict while selecting).
 
 The system part depends only on the call type, the mode and the answer form; the user part puts the node's list
 before the query, so every query at the same node shares that prefix in an engine's cache.
@@ -6,13 +7,17 @@ before the query, so every query at the same node shares that prefix in an engin
 
 from __future__ import annotations
 
+from string import Template
+
 from a2x_local.prompts import PromptBook
 from a2x_local.search.llm.config import MODES
 
 CALL_TYPES = ("descend", "select", "full")
+ANSWERS = ("answer_categories", "answer_category", "answer_services", "answer_service", "answer_capped")
 
 PROMPTS = PromptBook("a2x_local.search.llm", call_types=CALL_TYPES,
-                     fragments=tuple(f"mode_{mode}" for mode in MODES))
+                     fragments=(*(f"{step}_{mode}" for step in ("descend", "select") for mode in MODES), *ANSWERS,
+                                "other_services"))
 
 
 def prompt_hash() -> str:
@@ -20,6 +25,27 @@ def prompt_hash() -> str:
     return PROMPTS.hash()
 
 
-def render(call_type: str, mode: str, *, answer: str = "", **user: object) -> list[dict[str, str]]:
-    """Chat messages for one request: system from (call type, mode, answer form), user from ``user``."""
-    return PROMPTS.render(call_type, system={"intent": PROMPTS.fragment(f"mode_{mode}"), "answer": answer}, **user)
+def answer_form(call_type: str, mode: str, cap: int | None) -> str:
+    """What the answer must be: one position in get_one, else several (at most ``cap``, most relevant first)."""
+    noun = "category" if call_type == "descend" else "service"
+    if mode == "get_one":
+        return PROMPTS.fragment(f"answer_{noun}")
+    text = PROMPTS.fragment("answer_categories" if noun == "category" else "answer_services")
+    if cap:
+        text += "; " + Template(PROMPTS.fragment("answer_capped")).substitute(cap=cap)
+    return text
+
+
+def render(call_type: str, mode: str, *, cap: int | None = None, **user: object) -> list[dict[str, str]]:
+    """Chat messages for one request: system from (call type, mode, answer form), user from ``user``.
+
+    ``cap`` is the most positions the answer may hold when that is fewer than the items offered (None: no cap).
+    """
+    step = "descend" if call_type == "descend" else "select"
+    return PROMPTS.render(call_type, system={"instructions": PROMPTS.fragment(f"{step}_{mode}"),
+                                             "answer": answer_form(call_type, mode, cap)}, **user)
+
+
+def other_services_line(count: int, examples: list[str]) -> str:
+    """The line of the "other services here" option: a node's own services, with a few names as examples."""
+    return Template(PROMPTS.fragment("other_services")).substitute(count=count, examples=", ".join(examples))

@@ -14,13 +14,15 @@ from a2x_local.llm import Engine, Request, Result
 
 @dataclass
 class Ledger:
-    """One query's share: calls counts attempts (retries included), as the engine's usage does."""
+    """One query's share: calls counts attempts (retries included), as the engine's usage does; ``capped`` counts
+    answers that filled a cap smaller than the list offered (the model may have wanted more)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
     rounds: int = 0
     candidates_shown: int = 0
+    capped: int = 0
 
 
 class RoundRunner:

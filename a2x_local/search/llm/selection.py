@@ -1,8 +1,9 @@
 """Service selection: one constrained call per candidate group, for every query in flight in one engine round.
 
-get_all and get_important answer positions (or NONE) per group. get_one answers one position per group; when
-several groups each offer a pick, one more call chooses among the picks, and when none does, the groups are asked
-again in get_important mode and the first service chosen is taken. Both follow-ups of all queries share one round.
+get_all and get_important answer positions (or NONE) per group. get_one answers one position: A2X gives it one
+list (its one path's services), so it needs no further round unless that list had to be split to fit a prompt;
+then one more call chooses among the parts' picks. When nothing is picked, the groups are asked again in
+get_important mode and the first service chosen is taken. Both follow-ups of all queries share one round.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ from typing import Any
 
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request
-from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
 from a2x_local.search.llm.grouping import Group
 from a2x_local.search.llm.listing import numbered
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import render
 from a2x_local.search.llm.rounds import RoundRunner, prompt_room
 
-ANSWER_MANY = "the numbers of the services that fit, comma-separated, or NONE"
-ANSWER_ONE = "the number of the best service, or NONE"
 FINAL_KEY = "picks"
 
 
@@ -48,10 +47,11 @@ class GroupResult:
     answer: str | None
     selected: list[str]
     error: str | None = None
+    capped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.group.to_dict(), "call": self.call, "mode": self.mode, "answer": self.answer,
-                "selected": list(self.selected), "error": self.error}
+                "selected": list(self.selected), "error": self.error, "capped": self.capped}
 
 
 @dataclass
@@ -92,10 +92,10 @@ class Selector:
     def request(self, query: str, mode: str, group: Group, label: str) -> tuple[Request, int | None]:
         """The request for one group and the tokens left in the context window (None: window unknown)."""
         n = len(group.services)
-        limit = 1 if mode == "get_one" else self.config.max_services_selected
+        limit = answer_limit(mode, self.config.max_services_selected, n)
+        cap = limit if mode != "get_one" and limit < n else None
         listing = numbered([self.lines[s] for s in group.services])
-        messages = render(self.call_type, mode, answer=ANSWER_ONE if mode == "get_one" else ANSWER_MANY,
-                          services=listing, query=query)
+        messages = render(self.call_type, mode, cap=cap, services=listing, query=query)
         budget = positions_budget(n, limit, self.config.answer_margin_tokens)
         request = Request(messages=messages, constraint=positions_constraint(n, limit), max_tokens=budget,
                           label=label, temperature=self.config.temperature, seed=self.config.seed,
@@ -136,9 +136,14 @@ class Selector:
         results = runner.run([p.job for p in planned], [p.request for p in planned])
         outcomes = []
         for item, result in zip(planned, results, strict=True):
-            chosen = parse_positions(result.value, len(item.group.services)) if result.ok else []
+            offered = len(item.group.services)
+            chosen = parse_positions(result.value, offered) if result.ok else []
+            limit = item.request.context["max_items"]
+            capped = item.mode != "get_one" and limit < offered and len(chosen) >= limit
+            if capped:
+                runner.ledgers[item.job].capped += 1
             outcomes.append(GroupResult(item.group, item.label, item.mode, result.text if result.ok else None,
-                                        [item.group.services[i] for i in chosen], result.error))
+                                        [item.group.services[i] for i in chosen], result.error, capped))
         return outcomes
 
     def select(self, jobs: Sequence[SelectionJob], runner: RoundRunner) -> list[Selection]:

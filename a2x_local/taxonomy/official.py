@@ -1,0 +1,132 @@
+"""Trees written by the published A2X implementation (the A2X-registry project), read into our nested format.
+
+That implementation stores a tree as two files in one folder:
+- ``taxonomy.json``: ``{"version": "2.0-hierarchical", "root": ID, "categories": {ID: {"children": [ID, ...],
+  "services": [service id, ...]}}, "build_status": ...}``;
+- ``class.json``: ``{"version": ..., "categories": {ID: {"name", "description", "boundary"?, "decision_rule"?}}}``.
+The structure must be a tree: a category listed under two parents, or on a loop, is an error naming it. Its
+children are listed in string order of their ids (``cat_sub1, cat_sub10, cat_sub2``); they are put back in the
+order the build created them (natural order of the ids), which is also the order a reader expects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from a2x_local.errors import InputError
+
+TAXONOMY_FILE = "taxonomy.json"
+CLASS_FILE = "class.json"
+_DIGITS = re.compile(r"(\d+)")
+
+
+def is_official(data: Any) -> bool:
+    """A parsed ``taxonomy.json`` of the published implementation (a root id and a dict of categories)."""
+    return (isinstance(data, dict) and isinstance(data.get("categories"), dict) and isinstance(data.get("root"), str)
+            and "format" not in data)
+
+
+def official_paths(path: Path) -> tuple[Path, Path] | None:
+    """(taxonomy.json, class.json) when ``path`` is such a folder or its taxonomy.json; else None."""
+    folder = path if path.is_dir() else path.parent
+    if path.is_dir() or path.name == TAXONOMY_FILE:
+        return folder / TAXONOMY_FILE, folder / CLASS_FILE
+    return None
+
+
+def _natural(category_id: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in _DIGITS.split(category_id)]
+
+
+def _ids(value: Any, source: str, entry: str, field: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InputError(source, f"'{field}' must be a list of id strings", entry=entry, field=field)
+    return list(value)
+
+
+def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str,
+                  class_source: str) -> tuple[dict[str, Any], list[str]]:
+    """The nested tree (our exchange format's root node) and warnings about what was left out or assumed."""
+    categories = taxonomy["categories"]
+    texts = classes.get("categories") if isinstance(classes, dict) else None
+    if not isinstance(texts, dict):
+        raise InputError(class_source, "expected an object with a 'categories' object (id -> name, description)",
+                         field="categories")
+    root_id = taxonomy["root"]
+    if root_id not in categories:
+        raise InputError(source, f"the root '{root_id}' is not among the categories", field="root")
+    warnings: list[str] = []
+    status = taxonomy.get("build_status")
+    if status is not None and status != "complete":
+        warnings.append(f"the tree's build_status is {status!r}, not 'complete': it may be unfinished")
+    unnamed: list[str] = []
+    parent_of: dict[str, str] = {}
+    nodes: dict[str, dict[str, Any]] = {}
+    order = [root_id]
+    for category_id in order:      # grows while walking: breadth first from the root
+        data = categories[category_id]
+        if not isinstance(data, dict):
+            raise InputError(source, "a category must be an object", entry=category_id)
+        children = sorted(_ids(data.get("children"), source, category_id, "children"), key=_natural)
+        services = _ids(data.get("services"), source, category_id, "services")
+        nodes[category_id] = _node(category_id, texts.get(category_id), services, class_source, unnamed)
+        for child in children:
+            if child not in categories:
+                raise InputError(source, f"child '{child}' is not among the categories", entry=category_id,
+                                 field="children")
+            if child == root_id or child in parent_of:
+                first = parent_of.get(child, "(it is the root)")
+                raise InputError(source, f"category '{child}' is listed under '{first}' and '{category_id}': a"
+                                 " category may have one parent only (or the parent links loop)",
+                                 entry=category_id, field="children")
+            parent_of[child] = category_id
+            order.append(child)
+    for category_id in order[1:]:
+        nodes[parent_of[category_id]]["children"].append(nodes[category_id])
+    unreached = len(categories) - len(order)
+    if unreached:
+        warnings.append(f"{unreached} categories are not reachable from the root '{root_id}' and were left out")
+    if unnamed:
+        warnings.append(f"{len(unnamed)} categories have no entry in {CLASS_FILE} and are named by their id,"
+                        f" e.g. '{unnamed[0]}'")
+    return nodes[root_id], warnings
+
+
+def _node(category_id: str, text: Any, services: list[str], class_source: str, unnamed: list[str]) -> dict[str, Any]:
+    node: dict[str, Any] = {"id": category_id, "services": services, "children": []}
+    if text is None:
+        unnamed.append(category_id)
+        return node | {"name": category_id, "description": ""}
+    if not isinstance(text, dict):
+        raise InputError(class_source, "a category's entry must be an object", entry=category_id)
+    for key in ("name", "description", "boundary", "decision_rule"):
+        value = text.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise InputError(class_source, f"'{key}' must be a string", entry=category_id, field=key)
+        node[key] = value
+    node.setdefault("name", category_id)
+    node.setdefault("description", "")
+    return node
+
+
+def read_json(path: Path) -> Any:
+    """The parsed JSON of one file (a clear error for a missing, unreadable or malformed file)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "file not found") from None
+    except IsADirectoryError:
+        raise InputError(str(path), f"a folder without {TAXONOMY_FILE}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the file: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
