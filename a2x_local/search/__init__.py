@@ -2,6 +2,7 @@
 one batch interface, registered by name. Everything else in this package is private to it."""
 
 from a2x_local.search.methods import (
+    MethodSpec,
     ProgressFactory,
     make_method,
     method_names,
@@ -9,9 +10,11 @@ from a2x_local.search.methods import (
     parse_option_pairs,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
-from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
+    "Hit",
+    "MethodSpec",
     "ProgressFactory",
     "SearchAnswer",
     "SearchMethod",
