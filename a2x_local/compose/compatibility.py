@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from a2x_local.registry import Service
@@ -26,25 +26,30 @@ SIGNALS = ("io", "params", "origin", "category")
 _NOT_NAME = re.compile(r"[^0-9a-z]+")
 
 
-def _field_names(schema: Any) -> frozenset[str]:
-    """Field names of a JSON Schema object (``properties``) or of a plain ``{name: {...}}`` map, normalised so that
-    ``cityName``, ``city_name`` and ``city-name`` meet."""
+def _field_names(schema: Any) -> dict[str, str]:
+    """Field names of a JSON Schema object (``properties``) or of a plain ``{name: {...}}`` map, keyed by a
+    normal form in which ``cityName``, ``city_name`` and ``city-name`` meet."""
     if not isinstance(schema, Mapping):
-        return frozenset()
+        return {}
     properties = schema.get("properties")
     names: Iterable[Any] = properties if isinstance(properties, Mapping) else (
         name for name, value in schema.items() if isinstance(value, Mapping))
-    return frozenset(normal for name in names if (normal := _NOT_NAME.sub("", str(name).lower())))
+    found: dict[str, str] = {}
+    for name in names:
+        if normal := _NOT_NAME.sub("", str(name).lower()):
+            found.setdefault(normal, str(name))
+    return found
 
 
 @dataclass(frozen=True)
 class Profile:
-    """What compatibility reads about one service."""
+    """What compatibility reads about one service (field names in normal form; ``input_names`` as written)."""
 
     inputs: frozenset[str]
     outputs: frozenset[str]
     origin: str | None
     categories: frozenset[str]
+    input_names: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -80,15 +85,15 @@ def profiles(services: Iterable[Service], tree: Tree | None) -> dict[str, Profil
         server = metadata.get("server")
         origin = f"server:{server}" if isinstance(server, str) and server else (
             f"source:{service.source}" if several_sources and service.source else None)
-        result[service.id] = Profile(_field_names(metadata.get("inputSchema")),
-                                     _field_names(metadata.get("outputSchema")), origin,
-                                     categories.get(service.id, frozenset()))
+        inputs = _field_names(metadata.get("inputSchema"))
+        result[service.id] = Profile(frozenset(inputs), frozenset(_field_names(metadata.get("outputSchema"))),
+                                     origin, categories.get(service.id, frozenset()), inputs)
     return result
 
 
 def feeds(earlier: Profile, later: Profile) -> list[str]:
-    """The fields an output of ``earlier`` provides to an input of ``later`` (sorted)."""
-    return sorted(earlier.outputs & later.inputs)
+    """The inputs of ``later`` (as its schema names them, sorted) that an output of ``earlier`` provides."""
+    return sorted(later.input_names.get(name, name) for name in earlier.outputs & later.inputs)
 
 
 def signals(earlier: Profile, later: Profile) -> dict[str, float]:

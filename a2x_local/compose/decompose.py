@@ -137,7 +137,7 @@ class ModelDecomposer:
     def _request(self, call_type: str, text: str, hints: Sequence[str] | None) -> Request | None:
         user: dict[str, object] = {"request": as_data(text, self.config.request_chars)}
         if hints is not None:
-            user["hints"] = "\n".join(f"- {as_data(name, 120)}" for name in hints) or "(none)"
+            user["hints"] = "\n".join(f"- {as_data(' '.join(name.split()), 120)}" for name in hints) or "(none)"
         messages = PROMPTS.render(call_type, system={"max_steps": self.config.max_steps}, **user)
         max_tokens = self.budget
         window = self.engine.max_model_len

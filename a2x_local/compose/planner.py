@@ -129,13 +129,15 @@ class Composer:
             self.steps_book.check_covers(requests)
         started = time.perf_counter()
         candidates = k or self.config.candidates
-        depth = max(depth or 0, candidates)
         use_sad = self.config.sad if sad is None else sad
+        run_sad = self.model is not None and use_sad and self.config.sad_rounds > 0
+        # Deep enough for the plan's candidates, a ranked answer's depth, and the hints SAD shows.
+        depth = max(depth or 0, candidates, self.config.sad_hints if run_sad else 0)
         works = [_Work(request, []) for request in requests]
         self._decompose(works)
         search = StepSearch(self.method, mode)
         search.run([work.queries() for work in works], depth, works)
-        if self.model is not None and use_sad and self.config.sad_rounds > 0:
+        if run_sad:
             self._sad(works, search, depth)
         else:
             reason = ("off" if not use_sad or self.config.sad_rounds == 0 else

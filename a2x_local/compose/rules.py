@@ -47,8 +47,9 @@ MIN_CJK_CHARS = 4
 
 @dataclass(frozen=True)
 class _Clause:
-    text: str
+    text: str           # without its opening connector
     opens: str | None   # "ordered" or "additive" when the clause opens a new need, else None
+    whole: str = ""     # as written, for a clause that joins the step before after all
 
 
 def _clauses(request: str) -> list[_Clause]:
@@ -58,7 +59,7 @@ def _clauses(request: str) -> list[_Clause]:
         if len(pieces) > 1 and _CONDITION.match(pieces[0]) and _OPENING.match(pieces[1]):
             # The condition and its consequence are one clause, which depends on the step before.
             rest = pieces[1][_OPENING.match(pieces[1]).end():]  # type: ignore[union-attr]
-            clauses.append(_Clause(f"{pieces[0]}, {rest}".strip(), "ordered"))
+            clauses.append(_Clause(f"{pieces[0]}, {rest}".strip(), "ordered", f"{pieces[0]}, {pieces[1]}"))
             pieces = pieces[2:]
         for piece in pieces:
             opening = _OPENING.match(piece)
@@ -67,7 +68,7 @@ def _clauses(request: str) -> list[_Clause]:
                 continue
             connector = " ".join(opening.group("connector").lower().split())
             rest = piece[opening.end():].strip()
-            clauses.append(_Clause(rest or piece, "ordered" if connector in ORDERED else "additive"))
+            clauses.append(_Clause(rest or piece, "ordered" if connector in ORDERED else "additive", piece))
     return clauses
 
 
@@ -85,7 +86,7 @@ def rule_steps(request: str, max_steps: int) -> list[Step]:
             parts.append((clause.text, clause.opens == "ordered"))
         elif parts:
             task, ordered = parts[-1]
-            parts[-1] = (f"{task} {clause.text}", ordered)
+            parts[-1] = (f"{task} {clause.whole or clause.text}", ordered)
         else:
             parts.append((clause.text, False))
     if len(parts) <= 1:
