@@ -115,7 +115,7 @@ def test_rounds_stop_once_the_hints_settle() -> None:
 
 
 def test_a_failed_decomposition_searches_the_request_whole() -> None:
-    composer, method, _ = _composer(lambda request: "no json here")
+    composer, _, _ = _composer(lambda request: "no json here")
     plan = composer.plan(["check seats then change the ticket"])[0]
     assert [s.query for s in plan.steps] == ["check seats then change the ticket"]
     assert plan.error is None and "decomposition failed" in plan.notes[0]
