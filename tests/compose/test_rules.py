@@ -50,5 +50,6 @@ def test_at_most_max_steps_the_rest_joins_the_last() -> None:
     steps = rule_steps("Get the weather in Paris. Then book a hotel there. Also rent a car for me. "
                        "Finally send me the summary by email.", 2)
     assert [s.task for s in steps] == [
-        "Get the weather in Paris.", "book a hotel there. Also rent a car for me. Finally send me the summary by email."]
+        "Get the weather in Paris.",
+        "book a hotel there. Also rent a car for me. Finally send me the summary by email."]
     assert steps[1].depends_on == ["s1"]
