@@ -108,6 +108,10 @@ def compose_command(
         console.print(Usage.from_dict(usage).table("Model calls by call type"))
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
 def _candidate_text(candidate: Any) -> str:
     return f"{_show(candidate.name)} [dim]{_show(candidate.id)}[/dim] {candidate.score:.2f}"
 
@@ -116,7 +120,8 @@ def plan_tree(plan: Plan) -> RichTree:
     """Steps by parallel group: each with its task, the service chosen, its alternatives and what it waits for."""
     steps = {step.id: step for step in plan.steps}
     title = (f"[bold]{_show(plan.request)}[/bold]\n[dim]decomposed by {_show(plan.decomposer)}; steps searched "
-             f"with {_show(plan.method)}; {len(plan.steps)} steps in {len(plan.groups)} groups[/dim]")
+             f"with {_show(plan.method)}; {_count(len(plan.steps), 'step')} in {_count(len(plan.groups), 'group')}"
+             "[/dim]")
     root = RichTree(title)
     for number, group in enumerate(plan.groups, start=1):
         parallel = " (run together)" if len(group) > 1 else ""

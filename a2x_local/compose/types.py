@@ -94,8 +94,9 @@ class Plan(_Data):
     """The plan for one request: steps with their services, dependency edges and parallel groups, and its cost.
 
     ``services`` lists the chosen service ids in execution order (group by group). ``decomposer`` names who split
-    the request: ``model:<label>``, ``rule`` or ``file:<name>``. ``error`` is set when the plan could not be
-    made as asked (the model's decomposition never validated and the request stayed one step, say).
+    the request: ``model:<label>``, ``rule`` or ``file:<name>``. ``notes`` say what was repaired or fell back (a
+    decomposition that never validated, so the request was searched as one step; a stale tree); ``error`` is set
+    only when no step could be searched.
     """
 
     request: str

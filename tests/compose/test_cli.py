@@ -112,3 +112,14 @@ def test_eval_scores_compose_with_reference_steps(registry_db: Path, cli, tmp_pa
     assert block["reference"]["da"] == 1.0 and block["reference"]["step_hit"]["1"] == 1.0
     assert summary["spec"]["method_info"]["decomposer"] == "rule"
     assert "## Decomposition" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_search_with_method_compose_returns_the_plan_first(registry_db: Path, cli) -> None:
+    code, out, err = cli("search", TWO_NEEDS, "--method", "compose", "-o", "step_method=bm25", "-k", "4", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    ids = [hit["id"] for hit in answer["hits"]]
+    assert ids[:2] == ["weather", "hotels"] and len(ids) == 4 and answer["ranked"] is True
+    assert answer["trace"]["plan"]["services"] == ["weather", "hotels"]
+    code, _, err = cli("search", TWO_NEEDS, "--method", "compose", "-o", "step_method=bm25", "--mode", "get_one")
+    assert code == 1 and "step method 'bm25' accepts the modes: none" in err
