@@ -41,11 +41,13 @@ class Ledger:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    rounds: int = 0     # sequential engine rounds the request waited for (a retry is one more)
 
-    def add(self, prompt_tokens: int, completion_tokens: int, calls: int) -> None:
+    def add(self, prompt_tokens: int, completion_tokens: int, calls: int, rounds: int) -> None:
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.calls += calls
+        self.rounds += rounds
 
 
 @dataclass
@@ -130,7 +132,7 @@ class ModelDecomposer:
             batch.append(request)
             owners.append(index)
         for index, result in zip(owners, self.engine.generate(batch), strict=True):
-            ledgers[index].add(result.prompt_tokens, result.completion_tokens, result.attempts)
+            ledgers[index].add(result.prompt_tokens, result.completion_tokens, result.attempts, result.attempts)
             outcomes[index] = parse_steps(result.value) if result.ok else Decomposed(None, result.error)
         return [outcome for outcome in outcomes if outcome is not None]
 

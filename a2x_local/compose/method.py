@@ -54,7 +54,7 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
              "plan": plan.model_dump(mode="json")}
     return SearchAnswer(query=plan.request, hits=[Hit(service_id) for service_id in ranking], ranked=True,
                         prompt_tokens=plan.prompt_tokens, completion_tokens=plan.completion_tokens,
-                        calls=plan.calls, rounds=0, seconds=plan.seconds, trace=trace, error=plan.error)
+                        calls=plan.calls, rounds=plan.rounds, seconds=plan.seconds, trace=trace, error=plan.error)
 
 
 class ComposeSearch:

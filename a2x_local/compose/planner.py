@@ -52,7 +52,7 @@ class _Work:
 
 class StepSearch:
     """Searches step texts in one batch per round, each distinct text once (an LLM method pays for it once), and
-    charges each search's cost to the first request that asked for it."""
+    charges each search's cost to the first request of the round that asked for it."""
 
     def __init__(self, method: SearchMethod, mode: str | None) -> None:
         self.method = method
@@ -63,15 +63,15 @@ class StepSearch:
         fresh = list(dict.fromkeys(t for texts in texts_by_work for t in texts if t not in self.seen))
         if not fresh:
             return
-        answers = self.method.search_batch([SearchRequest(text, k=depth, mode=self.mode) for text in fresh])
-        charged = set()
+        answers = dict(zip(fresh, self.method.search_batch([SearchRequest(text, k=depth, mode=self.mode)
+                                                             for text in fresh]), strict=True))
         for work, texts in zip(works, texts_by_work, strict=True):
-            for text in texts:
-                if text in fresh and text not in charged:
-                    charged.add(text)
-                    answer = answers[fresh.index(text)]
-                    work.ledger.add(answer.prompt_tokens, answer.completion_tokens, answer.calls)
-        self.seen.update(zip(fresh, answers, strict=True))
+            mine = {text: answers.pop(text) for text in dict.fromkeys(texts) if text in answers}
+            # The steps of one request were searched together: its rounds are the deepest search's, not the sum.
+            found = list(mine.values())
+            work.ledger.add(sum(a.prompt_tokens for a in found), sum(a.completion_tokens for a in found),
+                            sum(a.calls for a in found), max((a.rounds for a in found), default=0))
+            self.seen.update(mine)
 
     def retrieved(self, text: str) -> Retrieved:
         answer = self.seen[text]
@@ -218,8 +218,8 @@ class Composer:
         plan = Plan(request=work.request, decomposer=self.label, method=self.method_name, steps=assembly.steps,
                     edges=assembly.edges, groups=assembly.groups, services=assembly.services, sad=work.sad,
                     prompt_tokens=work.ledger.prompt_tokens, completion_tokens=work.ledger.completion_tokens,
-                    calls=work.ledger.calls, seconds=round(seconds, 6), notes=[*self.notes, *work.notes],
-                    error=error)
+                    calls=work.ledger.calls, rounds=work.ledger.rounds, seconds=round(seconds, 6),
+                    notes=[*self.notes, *work.notes], error=error)
         return Planned(plan, assembly.rankings)
 
     def describe(self) -> dict[str, Any]:

@@ -110,6 +110,7 @@ class Plan(_Data):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    rounds: int = 0
     seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
     error: str | None = None

@@ -86,7 +86,7 @@ def test_sad_redecomposes_with_hints_in_one_call_per_round() -> None:
     assert plan.sad.applied and plan.sad.rounds[0].kept
     assert plan.sad.rounds[0].hints == ["refundTicket", "checkFlightSeats", "changeTicket"]
     assert plan.services == ["seats", "change"] and plan.decomposer == "model:scripted"
-    assert plan.calls == 2 and plan.prompt_tokens > 0
+    assert (plan.calls, plan.rounds) == (2, 2) and plan.prompt_tokens > 0
 
 
 def test_steps_that_copy_hint_names_are_refused_and_counted() -> None:
@@ -120,7 +120,7 @@ def test_a_failed_decomposition_searches_the_request_whole() -> None:
     assert [s.query for s in plan.steps] == ["check seats then change the ticket"]
     assert plan.error is None and "decomposition failed" in plan.notes[0]
     assert not plan.sad.applied and plan.sad.reason == "the first decomposition failed"
-    assert plan.calls == 2                                     # the answer and its retry, both counted
+    assert (plan.calls, plan.rounds) == (2, 2)                 # the answer and its retry, both counted
 
 
 def test_costs_add_the_step_method_and_bad_requests_are_refused() -> None:
