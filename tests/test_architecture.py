@@ -45,6 +45,12 @@ STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
 
 # What each stage offers the others and the CLI: its `__all__`, and exactly the names they import from it.
 PUBLIC_API: dict[str, list[str]] = {
+    "compose": [
+        "COMPOSE_SPEC",
+        "DECOMPOSERS",
+        "Plan",
+        "open_composer",
+    ],
     "evaluation": [
         "COMPARE_COLUMNS",
         "check_plots",
@@ -113,6 +119,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "sync",
     ],
     "search": [
+        "Hit",
+        "MethodSpec",
         "ProgressFactory",
         "SearchAnswer",
         "SearchMethod",
@@ -159,9 +167,9 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
                "-v": "--verbose"}
 
 # Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
-ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "models check": {"model"},
-                                          "tree update": set(), "nightly": set()}
-METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set()}
+ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
+                                          "models check": {"model"}, "tree update": set(), "nightly": set()}
+METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
 UNOWNED_TABLES = {"paths"}
@@ -214,6 +222,23 @@ def package_imports() -> list[Import]:
 
 IMPORTS = package_imports()
 
+# The search stage's table of lazily imported methods ("module:ATTRIBUTE"): an entry is an import in all but syntax.
+LAZY_METHODS_FILE = PACKAGE_DIR / "search" / "methods.py"
+
+
+def lazy_method_targets() -> list[tuple[str, str]]:
+    """(module, attribute) of every entry of `_LAZY` in search/methods.py."""
+    for node in ast.walk(ast.parse(LAZY_METHODS_FILE.read_text(encoding="utf-8"))):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in targets) and isinstance(node.value, ast.Dict):
+            return [tuple(value.value.split(":", 1)) for value in node.value.values  # type: ignore[misc]
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str)]
+    raise AssertionError(f"no _LAZY table in {LAZY_METHODS_FILE}")
+
+
+LAZY_METHODS = lazy_method_targets()
+
 
 def test_stages_and_core_modules_are_the_known_ones():
     assert STAGES, "no stage sub-packages found"
@@ -243,6 +268,14 @@ def test_other_stages_and_cli_import_only_a_stage_package():
     assert not problems, "\n".join(problems)
 
 
+def test_lazy_methods_of_other_stages_are_named_through_their_package():
+    assert LAZY_METHODS, "the lazy method table is empty"
+    problems = [f"{module}:{name}: {module} is private to the {area_of(module)} stage; name `{PACKAGE}."
+                f"{area_of(module)}:{name}` (exported in its __all__)" for module, name in LAZY_METHODS
+                if area_of(module) != "search" and module != f"{PACKAGE}.{area_of(module)}"]
+    assert not problems, "\n".join(problems)
+
+
 def test_no_stage_or_core_module_imports_the_cli():
     problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
                 if area_of(imp.target) == "cli" and area_of(imp.importer) != "cli"]
@@ -259,8 +292,11 @@ def test_core_modules_import_no_stage():
 # --- each stage's public API ----------------------------------------------------------------------------------------
 
 def names_used_from(stage: str) -> set[str]:
-    return {name for imp in IMPORTS if imp.is_from and imp.target == f"{PACKAGE}.{stage}"
-            and area_of(imp.importer) != stage for name in imp.names}
+    """Names other stages and the CLI import from the stage package, or reach through the lazy method table."""
+    imported = {name for imp in IMPORTS if imp.is_from and imp.target == f"{PACKAGE}.{stage}"
+                and area_of(imp.importer) != stage for name in imp.names}
+    lazy = {name for module, name in LAZY_METHODS if module == f"{PACKAGE}.{stage}" and stage != "search"}
+    return imported | lazy
 
 
 def isort_key(name: str) -> tuple[int, list[Any]]:

@@ -49,6 +49,8 @@ def _register() -> None:
     # isort: split
     from a2x_local.cli import eval_cmds, index_cmds, search_cmds  # noqa: F401  (registers index, search, eval)
     # isort: split
+    from a2x_local.cli import compose_cmds  # noqa: F401  (registers compose)
+    # isort: split
     from a2x_local.cli import models_cmds  # noqa: F401  (registers models list|check)
     # isort: split
     from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)

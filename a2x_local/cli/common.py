@@ -156,6 +156,7 @@ class MethodChoice:
     name: str
     mode: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    given: bool = True   # False when --method was left out (``name`` is then the default, hybrid)
 
     @classmethod
     def of(cls, method: str | None = None, mode: str | None = None, embedding_model: str | None = None,
@@ -168,7 +169,7 @@ class MethodChoice:
         options: dict[str, Any] = parse_option_pairs(option or [])
         options.update({key: value for key, value in (("embedding_model", embedding_model), ("text", text))
                         if value is not None})
-        return cls(name, mode, options)
+        return cls(name, mode, options, given=method is not None)
 
     def with_engine(self, engine_options: EngineOptions) -> dict[str, Any]:
         """The method's options plus the engine flags that were given (LLM methods take them as options)."""

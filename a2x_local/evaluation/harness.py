@@ -187,16 +187,22 @@ class Evaluation:
         scored, missing = self.scored_correct(query)
         base = {"id": query.id, "query": query.query, "correct": list(query.correct), "scored": scored,
                 "missing": missing}
+        if query.steps is not None:
+            base["reference_steps"] = [list(step) for step in query.steps]
         if answer is None:
             return {**base, "skipped": "no correct service in the registry", "returned": [], "ranking": [],
-                    "hit": False, "recall": 0.0, "precision": 0.0, "prompt_tokens": 0, "completion_tokens": 0,
-                    "calls": 0, "rounds": 0, "candidates_shown": 0, "capped": 0, "latency_s": 0.0, "error": None}
+                    "hit": False, "recall": 0.0, "precision": 0.0, "comp": False, "prompt_tokens": 0,
+                    "completion_tokens": 0, "calls": 0, "rounds": 0, "candidates_shown": 0, "capped": 0,
+                    "latency_s": 0.0, "error": None}
         ranking = dedupe(answer.ids)
         returned = ranking[: self.spec.k] if ranked else ranking
         score = score_query(returned, scored)
+        composed = (answer.trace or {}).get("compose")
+        if isinstance(composed, dict):  # a method that decomposes: what its steps found, for the step metrics
+            base["compose"] = composed
         return {**base, "returned": returned, "ranking": ranking if ranked else [],
                 "scores": [hit.score for hit in answer.hits[: len(returned)]] if ranked else [],
-                "hit": score.hit, "recall": score.recall, "precision": score.precision,
+                "hit": score.hit, "recall": score.recall, "precision": score.precision, "comp": score.complete,
                 "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
                 "calls": answer.calls, "rounds": answer.rounds, "candidates_shown": answer.candidates_shown,
                 "capped": answer.capped, "latency_s": answer.seconds or latency, "error": answer.error}

@@ -1,8 +1,9 @@
 """Retrieval metrics (ALGORITHM.md §6): per query, then macro-averaged over queries.
 
 hit = at least one correct service returned; recall = |correct ∩ returned| / |correct|; precision =
-|correct ∩ returned| / |returned| (0 for an empty answer); F1 from the *averaged* precision and recall. A service
-returned twice counts once (answers are de-duplicated, first occurrence kept, before anything is scored).
+|correct ∩ returned| / |returned| (0 for an empty answer); F1 from the *averaged* precision and recall; comp =
+the whole correct set returned (COMP@k in COLT, "comprehensiveness" in ToolRet). A service returned twice counts
+once (answers are de-duplicated, first occurrence kept, before anything is scored).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ class QueryScore:
     precision: float
     found: int       # correct services returned
     returned: int    # distinct services returned
+    correct: int = 1  # distinct correct services
+
+    @property
+    def complete(self) -> bool:
+        """Every correct service was returned."""
+        return self.found == self.correct
 
 
 def score_query(returned: Sequence[str], correct: Collection[str]) -> QueryScore:
@@ -42,7 +49,7 @@ def score_query(returned: Sequence[str], correct: Collection[str]) -> QueryScore
     answer = dedupe(returned)
     found = sum(1 for service_id in answer if service_id in wanted)
     precision = found / len(answer) if answer else 0.0
-    return QueryScore(found > 0, found / len(wanted), precision, found, len(answer))
+    return QueryScore(found > 0, found / len(wanted), precision, found, len(answer), len(wanted))
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,10 @@ class RankedScore:
     def recall(self, k: int) -> float:
         return bisect.bisect_right(self.ranks, k) / self.correct
 
+    def complete(self, k: int) -> float:
+        """COMP@k: 1 when every correct service is in the top k."""
+        return float(len(self.ranks) == self.correct and self.ranks[-1] <= k)
+
     def reciprocal_rank(self) -> float:
         """1 / rank of the first correct service (rank 1 = best); 0 when none is in the ranking."""
         return 1.0 / self.ranks[0] if self.ranks else 0.0
@@ -83,6 +94,10 @@ def hit_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
 
 def recall_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
     return RankedScore.of(ranking, correct).recall(k)
+
+
+def complete_at_k(ranking: Sequence[str], correct: Collection[str], k: int) -> float:
+    return RankedScore.of(ranking, correct).complete(k)
 
 
 def reciprocal_rank(ranking: Sequence[str], correct: Collection[str]) -> float:

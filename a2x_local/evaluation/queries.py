@@ -1,4 +1,8 @@
-"""Benchmark query files: ``[{id, query, correct_tools: [{id}, ...]}, ...]`` as JSON, or one object per line (JSONL)."""
+"""Benchmark query files: ``[{id, query, correct_tools: [{id}, ...]}, ...]`` as JSON, or one object per line (JSONL).
+
+A query may also give its reference decomposition, ``steps: [{task, correct_tools: [{id}, ...]}, ...]``; runs of
+a method that decomposes (compose) are then scored on step count and per-step retrieval too.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ class Query:
     id: str
     query: str
     correct: tuple[str, ...]
+    steps: tuple[tuple[str, ...], ...] | None = None   # reference steps: each one's correct service ids
 
 
 def _entries(path: Path) -> list[tuple[str, Any]]:
@@ -57,8 +62,8 @@ def _jsonl_entries(path: Path, text: str) -> list[tuple[str, Any]]:
     return entries
 
 
-def _tool_id(path: Path, where: str, index: int, tool: Any) -> str:
-    field = f"correct_tools[{index}]"
+def _tool_id(path: Path, where: str, index: int, tool: Any, prefix: str = "") -> str:
+    field = f"{prefix}correct_tools[{index}]"
     if isinstance(tool, dict):
         tool = tool.get("id")
         field += ".id"
@@ -88,7 +93,30 @@ def parse_query(path: Path, position: str, entry: Any) -> Query:
         raise InputError(str(path), "expected a non-empty list of correct tools", entry=where,
                          field="correct_tools", hint='for example: "correct_tools": [{"id": "weather_tool_1"}]')
     correct = tuple(dict.fromkeys(_tool_id(path, where, i, tool) for i, tool in enumerate(tools)))
-    return Query(raw_id, text.strip(), correct)
+    return Query(raw_id, text.strip(), correct, _reference_steps(path, where, entry.get("steps")))
+
+
+def _reference_steps(path: Path, where: str, steps: Any) -> tuple[tuple[str, ...], ...] | None:
+    """The reference decomposition: one tuple of correct ids per step (empty when a step names none)."""
+    if steps is None:
+        return None
+    if not isinstance(steps, list) or not steps:
+        raise InputError(str(path), "expected a non-empty list of steps", entry=where, field="steps",
+                         hint='for example: "steps": [{"task": "check seats", "correct_tools": [{"id": "t1"}]}]')
+    found = []
+    for index, step in enumerate(steps):
+        if isinstance(step, str):
+            found.append(())
+            continue
+        if not isinstance(step, dict):
+            raise InputError(str(path), "a step is a string or an object", entry=where, field=f"steps[{index}]")
+        tools = step.get("correct_tools", [])
+        if not isinstance(tools, list):
+            raise InputError(str(path), "expected a list of correct tools", entry=where,
+                             field=f"steps[{index}].correct_tools")
+        found.append(tuple(dict.fromkeys(_tool_id(path, where, i, tool, f"steps[{index}].")
+                                         for i, tool in enumerate(tools))))
+    return tuple(found)
 
 
 def load_queries(path: Path | str) -> list[Query]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from a2x_local.evaluation.metrics import RankedScore, f1, mean, percent_k, percentile
+from a2x_local.evaluation.composition import by_size, decomposition
+from a2x_local.evaluation.metrics import RankedScore, f1, mean, percent_k, percentile, score_query
 
 
 def _cutoffs(ks: Sequence[int], percent_ks: Sequence[float], registry_size: int) -> list[tuple[str, int]]:
@@ -22,6 +23,9 @@ def ranking_depth(k: int, ks: Sequence[int], percent_ks: Sequence[float], regist
 def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, registry_size: int,
               ks: Sequence[int], percent_ks: Sequence[float]) -> dict[str, Any]:
     """Macro-averages over the scored queries; costs and latency over every query the method answered.
+
+    ``comp`` (whole correct set returned) sits beside ``hit_rate`` and, per cut-off, beside ``hit`` and ``recall``;
+    ``by_size`` splits the numbers by correct-set size; ``decomposition`` appears for methods that decompose.
 
     Records with ``skipped`` set (none of their correct services is in the registry) were never sent to the
     method; they are counted and listed, and left out of every average.
@@ -42,6 +46,7 @@ def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, regist
         },
         "k": k if ranked else None,
         "hit_rate": mean([float(r["hit"]) for r in scored]),
+        "comp": mean([float(score_query(r["returned"], r["scored"]).complete) for r in scored]),
         "recall": recall,
         "precision": precision,
         "f1": f1(precision, recall),
@@ -61,8 +66,13 @@ def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, regist
         },
     }
     summary["tokens_per_query"] = summary["prompt_tokens_per_query"] + summary["completion_tokens_per_query"]
+    cutoffs = _cutoffs(ks, percent_ks, registry_size) if ranked else None
     if ranked:
         summary["ranked"] = _ranked(scored, ks, percent_ks, registry_size)
+    summary["by_size"] = by_size(scored, cutoffs)
+    decomposed = decomposition(scored)
+    if decomposed is not None:
+        summary["decomposition"] = decomposed
     return summary
 
 
@@ -76,6 +86,7 @@ def _ranked(scored: Sequence[dict[str, Any]], ks: Sequence[int], percent_ks: Seq
             "k": cut,
             "hit": mean([score.hit(cut) for score in scores]),
             "recall": mean([score.recall(cut) for score in scores]),
+            "comp": mean([score.complete(cut) for score in scores]),
         }
     return {
         "at": at,

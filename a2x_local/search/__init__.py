@@ -3,6 +3,7 @@ one batch interface, registered by name. Everything else in this package is priv
 
 from a2x_local.search.llm.tree_api import descend_tree, tree_search
 from a2x_local.search.methods import (
+    MethodSpec,
     ProgressFactory,
     make_method,
     method_names,
@@ -10,9 +11,11 @@ from a2x_local.search.methods import (
     parse_option_pairs,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
-from a2x_local.search.types import SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
+    "Hit",
+    "MethodSpec",
     "ProgressFactory",
     "SearchAnswer",
     "SearchMethod",

@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "a2x+rescue": "a2x_local.search.llm.methods:RESCUE_SPEC",
     "full": "a2x_local.search.llm.methods:FULL_SPEC",
     "select": "a2x_local.search.llm.methods:SELECT_SPEC",
+    "compose": "a2x_local.compose:COMPOSE_SPEC",   # another stage's method: named through its package
 }
 
 

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from a2x_local.evaluation.metrics import (
+    complete_at_k,
     dedupe,
     f1,
     hit_at_k,
@@ -98,3 +99,14 @@ def test_percentile() -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == pytest.approx(2.5)
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 90) == pytest.approx(9.1)
     assert percentile([], 50) == 0.0
+
+
+def test_comp_needs_the_whole_correct_set() -> None:
+    # correct {a, b}: [a, x, b] is complete at 3, not at 2; one of two is never complete
+    assert complete_at_k(["a", "x", "b"], {"a", "b"}, 3) == 1.0
+    assert complete_at_k(["a", "x", "b"], {"a", "b"}, 2) == 0.0
+    assert complete_at_k(["a", "x"], {"a", "b"}, 10) == 0.0
+    assert complete_at_k(["b", "b", "a"], {"a", "b"}, 2) == 1.0    # a repeat does not push a out of the top 2
+    assert score_query(["a", "b", "y"], {"a", "b"}).complete is True
+    assert score_query(["a", "y"], {"a", "b"}).complete is False
+    assert score_query(["a"], {"a"}).complete is True              # one correct service: comp is hit

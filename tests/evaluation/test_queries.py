@@ -82,3 +82,21 @@ def test_query_texts_for_search(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         load_query_texts(_write(tmp_path, ["a", {"id": 1}]))
     assert (err.value.entry, err.value.field) == ("1", "query")
+
+
+def test_reference_steps_are_read_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([
+        {"id": "1", "query": "seats then ticket", "correct_tools": [{"id": "a"}, {"id": "b"}],
+         "steps": [{"task": "check seats", "correct_tools": [{"id": "a"}]}, {"task": "change", "correct_tools": ["b"]},
+                   "say thanks"]},
+        {"id": "2", "query": "plain", "correct_tools": ["c"]}]))
+    first, second = load_queries(path)
+    assert first.steps == (("a",), ("b",), ())
+    assert second.steps is None
+    path.write_text(json.dumps([{"id": "1", "query": "q", "correct_tools": ["a"], "steps": [{"correct_tools": [""]}]}]))
+    with pytest.raises(InputError, match=r"entry 0 \(id '1'\): field 'steps\[0\]\.correct_tools\[0\]'"):
+        load_queries(path)
+    path.write_text(json.dumps([{"id": "1", "query": "q", "correct_tools": ["a"], "steps": []}]))
+    with pytest.raises(InputError, match="field 'steps'"):
+        load_queries(path)

@@ -1,0 +1,178 @@
+"""`a2x-local compose`: plan a request (or a file of them) as steps, one service each, with dependencies."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.tree import Tree as RichTree
+
+from a2x_local.cli.app import app
+from a2x_local.cli.common import (
+    DbOption,
+    JsonOption,
+    MethodChoice,
+    console,
+    print_json,
+    progress_bars,
+    settings_for,
+    want_progress,
+    with_engine_options,
+    with_method_options,
+)
+from a2x_local.compose import DECOMPOSERS, Plan, open_composer
+from a2x_local.errors import UserError
+from a2x_local.evaluation import load_query_texts
+from a2x_local.llm import EngineOptions
+from a2x_local.search import check_queries
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _show(text: str) -> str:
+    """Service and request text for the terminal: markup escaped, control characters made visible."""
+    return escape(_CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text))
+
+
+@app.command("compose")
+@with_method_options
+@with_engine_options
+def compose_command(
+    ctx: typer.Context,
+    request: Annotated[str | None, typer.Argument(help="What the agent must get done, in words.",
+                                                  show_default=False)] = None,
+    queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Plan every request of a file instead "
+                                                 "(.txt one per line, or JSON/JSONL with a 'query' field).")] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="Candidates kept per step: the choice and its "
+                                          "alternatives (default: \\[compose] candidates).")] = None,
+    sad: Annotated[bool | None, typer.Option("--sad/--no-sad", help="Skill-aware re-decomposition: show the model "
+                                             "the services a first search found, then decompose again (default: "
+                                             "\\[compose] sad; model decomposer only).", show_default=False)] = None,
+    steps: Annotated[Path | None, typer.Option("--steps", help="Take the steps from this file instead of "
+                                               "decomposing (see docs/compose.md).")] = None,
+    decomposer: Annotated[str | None, typer.Option("--decomposer", metavar="|".join(DECOMPOSERS),
+                                                   help="Who splits the request: a model, the rules, or auto "
+                                                   "(the model when one is installed; default: \\[compose] "
+                                                   "decomposer).", show_default=False)] = None,
+    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0, help="Weight of similarity against "
+                                                "compatibility when choosing a step's service.")] = None,
+    trace: Annotated[bool, typer.Option("--trace", help="Also print how each candidate scored and what SAD did "
+                                        "(--json always includes it).")] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+    method: MethodChoice = None,  # type: ignore[assignment]  (filled by with_method_options)
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
+) -> None:
+    """Plan a request: steps, one service for each, alternatives, dependencies and parallel groups.
+
+    The request is split into steps (by a model, or by rules without one), every step is searched with --method
+    (default hybrid), and each step's service is chosen by similarity and compatibility with the others.
+
+    Example: a2x-local compose "find popular movies, then tell me where to stream them" --k 3
+    """
+    if (request is None) == (queries is None):
+        raise typer.BadParameter("give either a REQUEST or --queries FILE (not both)", param_hint="REQUEST")
+    if decomposer is not None and decomposer not in DECOMPOSERS:
+        raise typer.BadParameter(f"choose one of: {', '.join(DECOMPOSERS)}", param_hint="--decomposer")
+    if steps is not None and decomposer is not None:
+        raise typer.BadParameter("--steps gives the steps; leave out --decomposer", param_hint="--steps")
+    if request is not None:
+        check_queries([request])
+    texts = [request.strip()] if request is not None else load_query_texts(queries)
+    settings = settings_for(ctx, db)
+    with progress_bars(want_progress(json_output)) as bars:
+        composer = open_composer(settings, engine_options=engine_options, method_options=method.options,
+                                 steps=steps, progress=bars, decomposer=decomposer, alpha=alpha,
+                                 step_method=method.name if method.given else None)
+    with composer:
+        if sad and composer.model is None:
+            raise UserError(f"--sad needs a model decomposer, and this plan's is {composer.label}",
+                            hint="give --model ALIAS (see `a2x-local models list`), or leave out --sad")
+        plans = composer.plan(texts, k=k, sad=sad, mode=method.mode)
+        usage = composer.engine.usage.to_dict() if composer.engine is not None else None
+    if json_output:
+        dumped = [plan.model_dump(mode="json") for plan in plans]
+        print_json(dumped[0] if request is not None else {"plans": dumped, "usage": usage})
+        return
+    for plan in plans:
+        console.print(plan_tree(plan))
+        console.print(_footer(plan), highlight=False)
+        if trace:
+            console.print(trace_tree(plan))
+    if usage and usage["total"]["calls"]:
+        from a2x_local.llm import Usage
+
+        console.print(Usage.from_dict(usage).table("Model calls by call type"))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _candidate_text(candidate: Any) -> str:
+    return f"{_show(candidate.name)} [dim]{_show(candidate.id)}[/dim] {candidate.score:.2f}"
+
+
+def plan_tree(plan: Plan) -> RichTree:
+    """Steps by parallel group: each with its task, the service chosen, its alternatives and what it waits for."""
+    steps = {step.id: step for step in plan.steps}
+    title = (f"[bold]{_show(plan.request)}[/bold]\n[dim]decomposed by {_show(plan.decomposer)}; steps searched "
+             f"with {_show(plan.method)}; {_count(len(plan.steps), 'step')} in {_count(len(plan.groups), 'group')}"
+             "[/dim]")
+    root = RichTree(title)
+    for number, group in enumerate(plan.groups, start=1):
+        parallel = " (run together)" if len(group) > 1 else ""
+        branch = root.add(f"[cyan]group {number}{parallel}[/cyan]")
+        for step_id in group:
+            step = steps[step_id]
+            after = f"  [dim]after {', '.join(step.depends_on)}[/dim]" if step.depends_on else ""
+            node = branch.add(f"[bold]{step.id}[/bold] {_show(step.task)}{after}")
+            if step.choice is None:
+                node.add(f"[red]no service found[/red]{': ' + _show(step.error) if step.error else ''}")
+                continue
+            node.add(f"[green]→ {_candidate_text(step.choice)}[/green]")
+            if step.alternatives:
+                node.add("[dim]alternatives:[/dim] " + ", ".join(_candidate_text(c) for c in step.alternatives))
+    return root
+
+
+def _footer(plan: Plan) -> str:
+    edges = ", ".join(f"{e.source}→{e.target}" + (f" ({', '.join(e.fields)})" if e.fields else "")
+                      for e in plan.edges) or "none"
+    lines = [f"services: {', '.join(_show(s) for s in plan.services) or 'none'}; dependencies: {edges}",
+             f"[dim]{plan.seconds * 1000:.0f} ms, {plan.calls} model calls, "
+             f"{plan.prompt_tokens + plan.completion_tokens:,} tokens[/dim]"]
+    lines += [f"[yellow]note:[/yellow] {_show(note)}" for note in plan.notes]
+    if plan.error:
+        lines.append(f"[red]error:[/red] {_show(plan.error)}")
+    return "\n".join(lines)
+
+
+def trace_tree(plan: Plan) -> RichTree:
+    """How every candidate scored (similarity, compatibility and its signals), and each SAD round."""
+    root = RichTree("[bold]trace[/bold]")
+    for step in plan.steps:
+        node = root.add(f"{step.id} searched [italic]{_show(step.query)}[/italic]")
+        for candidate in ([step.choice] if step.choice else []) + step.alternatives:
+            compat = "-" if candidate.compatibility is None else f"{candidate.compatibility:.2f}"
+            signals = ", ".join(f"{name} {value:.2f}" for name, value in candidate.signals.items())
+            node.add(f"#{candidate.rank} {_show(candidate.name)}: similarity {candidate.similarity:.2f}, "
+                     f"compatibility {compat}{' (' + signals + ')' if signals else ''} → {candidate.score:.2f}")
+    sad = plan.sad
+    branch = root.add(f"SAD: {'applied' if sad.applied else 'not applied'}"
+                      + (f" ({_show(sad.reason)})" if sad.reason else "")
+                      + (f"; {sad.copy_rejected} refused as copies" if sad.copy_rejected else ""))
+    if sad.first_steps:
+        branch.add("first: " + " | ".join(_show(s.task) for s in sad.first_steps))
+    for sad_round in sad.rounds:
+        state = "kept" if sad_round.kept else "refused"
+        overlap = f", hint overlap {sad_round.jaccard:.2f}" if sad_round.jaccard is not None else ""
+        node = branch.add(f"round {sad_round.round}: {state}{overlap}"
+                          + (f" ({_show(sad_round.reason)})" if sad_round.reason else ""))
+        node.add("hints: " + ", ".join(_show(name) for name in sad_round.hints))
+        if sad_round.steps:
+            node.add("steps: " + " | ".join(_show(s.task) for s in sad_round.steps))
+    return root

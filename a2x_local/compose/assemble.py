@@ -1,0 +1,138 @@
+"""Composition: one service per step by similarity and compatibility, then the dependency DAG and its groups.
+
+Steps are taken in order (a step depends only on earlier ones, so order is topological). For each, every
+candidate scores alpha * similarity + (1 - alpha) * mean compatibility with the services already chosen (the
+SkillWeaver rule, ALGORITHM.md §5); the best is chosen and the rest are kept as alternatives. Edges are the
+decomposition's ``depends_on`` plus output -> input overlaps between chosen services; the parallel groups are the
+DAG's topological levels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from a2x_local.compose.compatibility import Profile, feeds, signals
+from a2x_local.compose.types import Candidate, Edge, PlanStep, Step
+
+
+@dataclass
+class Retrieved:
+    """What the step's search returned: ids in rank order (deeper than the candidates kept), their scores."""
+
+    ids: list[str]
+    scores: list[float | None]
+    error: str | None = None
+
+
+@dataclass
+class Assembly:
+    """The composed steps, edges and groups, and each step's ranking for a ranked answer (choice first)."""
+
+    steps: list[PlanStep]
+    edges: list[Edge]
+    groups: list[list[str]]
+    services: list[str]
+    rankings: list[list[str]] = field(default_factory=list)
+
+
+def similarity(rank: int, count: int) -> float:
+    """Rank 1 of ``count`` -> 1.0, rank ``count`` -> 1/count: one scale for every method, ranked or not."""
+    return (count - rank + 1) / count
+
+
+def _candidate(service_id: str, rank: int, count: int, score: float | None, names: Mapping[str, str],
+               chosen: Sequence[str], profiles: Mapping[str, Profile], alpha: float) -> Candidate:
+    sim = similarity(rank, count)
+    profile = profiles.get(service_id)
+    per_signal: dict[str, list[float]] = {}
+    means = []
+    for earlier in chosen:
+        if earlier == service_id or profile is None or earlier not in profiles:
+            continue  # a service is not compatible with itself: reuse is for similarity alone to justify
+        found = signals(profiles[earlier], profile)
+        if found:
+            means.append(sum(found.values()) / len(found))
+            for name, value in found.items():
+                per_signal.setdefault(name, []).append(value)
+    compat = sum(means) / len(means) if means else None
+    total = sim if compat is None else alpha * sim + (1 - alpha) * compat
+    return Candidate(id=service_id, name=names.get(service_id, service_id), rank=rank, retrieval_score=score,
+                     similarity=round(sim, 6), compatibility=None if compat is None else round(compat, 6),
+                     signals={name: round(sum(v) / len(v), 6) for name, v in sorted(per_signal.items())},
+                     score=round(total, 6))
+
+
+def _neutral(scored: list[Candidate], alpha: float) -> list[Candidate]:
+    """Candidates the registry says nothing about (no schema, no server, no category) score as if their
+    compatibility were the mean of the step's others: missing metadata neither helps nor hurts a service."""
+    known = [c.compatibility for c in scored if c.compatibility is not None]
+    if not known:
+        return scored
+    neutral = sum(known) / len(known)
+    return [c if c.compatibility is not None else
+            c.model_copy(update={"score": round(alpha * c.similarity + (1 - alpha) * neutral, 6)}) for c in scored]
+
+
+def _levels(steps: Sequence[Step], incoming: Mapping[str, set[str]]) -> dict[str, int]:
+    level: dict[str, int] = {}
+    for step in steps:  # earlier steps first, so every source's level is known
+        level[step.id] = 1 + max((level[source] for source in incoming[step.id]), default=0)
+    return level
+
+
+def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[Retrieved], *, candidates: int,
+             alpha: float, names: Mapping[str, str], profiles: Mapping[str, Profile]) -> Assembly:
+    """The plan's steps for one request: ``retrieved[i]`` is what step i's search found."""
+    chosen: list[str] = []
+    chosen_by_step: dict[str, str] = {}
+    composed: list[tuple[Step, list[Candidate], Retrieved]] = []
+    for step, found in zip(steps, retrieved, strict=True):
+        kept = list(zip(found.ids, found.scores, strict=True))[:candidates]
+        scored = _neutral([_candidate(service_id, rank, len(kept), score, names, chosen, profiles, alpha)
+                           for rank, (service_id, score) in enumerate(kept, start=1)], alpha)
+        scored.sort(key=lambda c: (-c.score, c.rank))
+        if scored:
+            chosen.append(scored[0].id)
+            chosen_by_step[step.id] = scored[0].id
+        composed.append((step, scored, found))
+    edges = [Edge(source=source, target=step.id, reason="depends_on") for step in steps for source in step.depends_on]
+    linked = {(edge.source, edge.target) for edge in edges}
+    for later_index, later in enumerate(steps):
+        for earlier in steps[:later_index]:
+            a, b = chosen_by_step.get(earlier.id), chosen_by_step.get(later.id)
+            if a is None or b is None or a == b or (earlier.id, later.id) in linked:
+                continue
+            shared = feeds(profiles[a], profiles[b]) if a in profiles and b in profiles else []
+            if shared:
+                edges.append(Edge(source=earlier.id, target=later.id, reason="io", fields=shared))
+    incoming: dict[str, set[str]] = {step.id: set() for step in steps}
+    for edge in edges:
+        incoming[edge.target].add(edge.source)
+    level = _levels(steps, incoming)
+    groups = [[step.id for step in steps if level[step.id] == value] for value in sorted(set(level.values()))]
+    order = {step.id: i for i, step in enumerate(steps)}
+    plan_steps, rankings = [], []
+    for (step, scored, found), query in zip(composed, queries, strict=True):
+        plan_steps.append(PlanStep(
+            id=step.id, task=step.task, query=query, group=level[step.id],
+            depends_on=sorted(incoming[step.id], key=order.__getitem__),
+            choice=scored[0] if scored else None, alternatives=scored[1:], error=found.error))
+        head = [candidate.id for candidate in scored]
+        rankings.append(head + [service_id for service_id in found.ids if service_id not in set(head)])
+    services = list(dict.fromkeys(chosen_by_step[step_id] for group in groups for step_id in group
+                                  if step_id in chosen_by_step))
+    return Assembly(plan_steps, edges, groups, services, rankings)
+
+
+def merged_ranking(services: Sequence[str], rankings: Sequence[Sequence[str]], depth: int) -> list[str]:
+    """A ranked answer from a plan: the chosen services first, then every step's ranking taken in turns (rank 1 of
+    each step, then rank 2, ...), without repeats, so each step's need gets its share of any cut-off."""
+    merged = list(dict.fromkeys(services))
+    seen = set(merged)
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank] not in seen:
+                seen.add(ranking[rank])
+                merged.append(ranking[rank])
+    return merged[:depth]

@@ -1,0 +1,39 @@
+"""Typed settings of compositional routing, from the `[compose]` table (default.toml says what each key means)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import ConfigDict, Field
+
+from a2x_local.settings import SectionConfig, Settings
+
+DecomposerName = Literal["auto", "model", "rule"]
+DECOMPOSERS: tuple[str, ...] = ("auto", "model", "rule")
+
+
+class ComposeConfig(SectionConfig):
+    """Every `[compose]` key."""
+
+    model_config = ConfigDict(frozen=True)
+    section: ClassVar[str] = "compose"
+
+    decomposer: DecomposerName
+    max_steps: int = Field(ge=1, le=20)
+    step_chars: int = Field(ge=20)
+    request_chars: int = Field(ge=50)
+    step_method: str
+    candidates: int = Field(ge=1, le=100)
+    alpha: float = Field(ge=0, le=1)
+    sad: bool
+    sad_hints: int = Field(ge=1, le=100)
+    sad_rounds: int = Field(ge=0, le=5)
+    sad_stop_jaccard: float = Field(ge=0, le=1)
+    budget_chars_per_token: float = Field(gt=0)
+    temperature: float = Field(ge=0)
+    seed: int
+
+
+def compose_config(settings: Settings, **overrides: object) -> ComposeConfig:
+    """The `[compose]` table with ``overrides`` (None values ignored), validated with a readable error."""
+    return ComposeConfig.from_settings(settings, **overrides)

@@ -1,0 +1,104 @@
+"""Compose as a search method (`--method compose`), so `a2x-local eval` scores plans like any other method.
+
+The answer is ranked: the plan's chosen services first (in execution order), then every step's remaining
+candidates and deeper results taken in turns, so each need gets its share of any cut-off. The search stage finds
+this method through its lazy table (``a2x_local.compose:COMPOSE_SPEC``); compose depends on search, never the
+other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from a2x_local.compose.assemble import merged_ranking
+from a2x_local.compose.config import DecomposerName
+from a2x_local.compose.opening import open_composer
+from a2x_local.compose.planner import Composer, Planned
+from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions
+from a2x_local.search import Hit, MethodSpec, ProgressFactory, SearchAnswer, SearchRequest
+from a2x_local.settings import Settings
+
+RANKINGS_KEPT = 10   # per-step candidates an evaluation record keeps (per-step hit@1/5/10)
+
+
+class ComposeOptions(EngineOptions):
+    """The `[compose]` keys worth changing per run, the engine options (or a running engine); any other option is
+    the step method's own (``-o rrf_k=30``), checked by that method."""
+
+    model_config = ConfigDict(extra="allow", frozen=False, arbitrary_types_allowed=True)
+
+    engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
+    step_method: str | None = Field(None, description="search method run for every step")
+    decomposer: DecomposerName | None = Field(None, description="auto | model | rule")
+    steps_file: str | None = Field(None, description="decompositions from a file instead (see docs/compose.md)")
+    sad: bool | None = Field(None, description="skill-aware re-decomposition (model decomposer)")
+    alpha: float | None = Field(None, ge=0, le=1, description="weight of similarity against compatibility")
+    candidates: int | None = Field(None, ge=1, description="candidates kept per step")
+    max_steps: int | None = Field(None, ge=1, description="most steps per request")
+
+
+def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
+    """A plan as a ranked search answer; the trace carries what evaluation scores about the decomposition."""
+    plan = planned.plan
+    kept = [[c.id for c in ([step.choice] if step.choice else []) + step.alternatives] for step in plan.steps]
+    ranking = merged_ranking(plan.services, planned.rankings if depth else kept,
+                             depth or sum(len(ids) for ids in kept))
+    trace = {"method": "compose", "decomposer": plan.decomposer,
+             "compose": {"steps": len(plan.steps), "services": list(plan.services),
+                         "step_rankings": [ids[:RANKINGS_KEPT] for ids in planned.rankings],
+                         "sad_applied": plan.sad.applied, "sad_copy_rejected": plan.sad.copy_rejected},
+             "plan": plan.model_dump(mode="json")}
+    return SearchAnswer(query=plan.request, hits=[Hit(service_id) for service_id in ranking], ranked=True,
+                        prompt_tokens=plan.prompt_tokens, completion_tokens=plan.completion_tokens,
+                        calls=plan.calls, rounds=plan.rounds, seconds=plan.seconds, trace=trace, error=plan.error)
+
+
+class ComposeSearch:
+    """The composer behind the search-method interface."""
+
+    name = "compose"
+    ranked = True
+
+    def __init__(self, composer: Composer) -> None:
+        self.composer = composer
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
+        """Requests that share k and mode are planned together (evaluation sends one batch of the same)."""
+        answers: list[SearchAnswer | None] = [None] * len(requests)
+        groups: dict[tuple[int | None, str | None], list[int]] = {}
+        for index, request in enumerate(requests):
+            groups.setdefault((request.k, request.mode), []).append(index)
+        for (k, mode), indexes in groups.items():
+            planned = self.composer.plan_ranked([requests[i].query for i in indexes], mode=mode, depth=k)
+            for index, one in zip(indexes, planned, strict=True):
+                answers[index] = compose_answer(one, k)
+        return [answer for answer in answers if answer is not None]
+
+    def describe(self) -> dict[str, Any]:
+        return self.composer.describe()
+
+    def close(self) -> None:
+        self.composer.close()
+
+
+def _compose(settings: Settings, db_path: Path, options: ComposeOptions,
+             progress: ProgressFactory | None) -> ComposeSearch:
+    engine = options.engine if isinstance(options.engine, Engine) else None
+    flags = options.model_dump(include=set(ENGINE_OPTION_NAMES) - {"engine"}, exclude_none=True)
+    if isinstance(options.engine, str):
+        flags["engine"] = options.engine
+    composer = open_composer(
+        settings, db_path=db_path, engine=engine, engine_options=EngineOptions.of(**flags),
+        method_options=options.model_extra, steps=options.steps_file, progress=progress,
+        step_method=options.step_method, decomposer=options.decomposer, sad=options.sad, alpha=options.alpha,
+        candidates=options.candidates, max_steps=options.max_steps)
+    return ComposeSearch(composer)
+
+
+# Modes go to an LLM step method (the plan refuses one that its step method does not take).
+COMPOSE_SPEC = MethodSpec("compose", "decompose into steps, search each, compose a plan (SkillWeaver)",
+                          ComposeOptions, _compose, modes=("get_all", "get_important", "get_one"))

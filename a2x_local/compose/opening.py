@@ -1,0 +1,112 @@
+"""`open_composer`: from settings and choices to a ready `Composer`, checking input before anything heavy loads.
+
+Order: the configuration and the steps file, then the registry snapshot, then the step method (retrieval indexes
+are built on the way when missing or stale), and the engine last, so bad input fails before a model loads. One
+engine serves both the model decomposer and an LLM step method (`a2x`, `select`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from a2x_local.compose.compatibility import profiles
+from a2x_local.compose.config import ComposeConfig, compose_config
+from a2x_local.compose.decompose import ModelDecomposer
+from a2x_local.compose.planner import Composer
+from a2x_local.compose.steps_file import StepsBook, load_steps_file
+from a2x_local.db import connect
+from a2x_local.errors import UserError
+from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineOptions, check_ref, engine_settings, make_engine
+from a2x_local.registry import Registry
+from a2x_local.search import ProgressFactory, make_method, method_spec
+from a2x_local.settings import Settings
+from a2x_local.taxonomy import Tree, active_build_id, load_tree
+
+COMPOSE = "compose"
+
+
+def _snapshot(settings: Settings, db_path: Path) -> tuple[list[Any], Tree | None, str | None]:
+    """The registry's services and its active tree (None, with a note, when there is none or it is stale)."""
+    with connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+        registry = Registry(con)
+        services = registry.all()
+        build_id = active_build_id(con)
+        tree = load_tree(con, build_id) if build_id is not None else None
+        fingerprint = registry.fingerprint()
+    if not services:
+        raise UserError(f"{db_path}: the registry is empty, there is nothing to compose from",
+                        hint="load services first: a2x-local ingest PATH")
+    if tree is not None and tree.registry_fingerprint != fingerprint:
+        return services, None, (f"the active tree (id {tree.build_id}) is stale, so its categories are not used "
+                                "for compatibility")
+    return services, tree, None
+
+
+def model_available(settings: Settings, options: EngineOptions) -> bool:
+    """Whether "auto" may decompose with a model: one was named (or a server), or the configured one is installed."""
+    if options.model or options.base_url or options.engine_name == "openai":
+        return True
+    try:
+        ref, config = engine_settings(settings, options)
+    except UserError:
+        return False
+    if config.name == "openai":
+        return bool(config.openai.base_url)
+    return check_ref(ref, config, load_tokenizer=False).ok
+
+
+def _decomposer(config: ComposeConfig, steps: StepsBook | None, settings: Settings, engine: Engine | None,
+                options: EngineOptions) -> str:
+    if steps is not None:
+        return "file"
+    if config.decomposer == "auto":
+        return "model" if engine is not None or model_available(settings, options) else "rule"
+    return config.decomposer
+
+
+def open_composer(settings: Settings, *, db_path: Path | None = None, engine: Engine | None = None,
+                  engine_options: EngineOptions | None = None, method_options: Mapping[str, Any] | None = None,
+                  steps: str | Path | StepsBook | None = None, progress: ProgressFactory | None = None,
+                  **overrides: Any) -> Composer:
+    """A composer over the registry at ``db_path`` (default: the settings' database).
+
+    ``overrides`` are `[compose]` keys (decomposer, step_method, candidates, alpha, sad, max_steps, ...; None =
+    the configuration). ``method_options`` go to the step method. ``engine`` is a running engine to use (it stays
+    open); otherwise one is started from ``engine_options`` when the decomposer or the step method needs a model,
+    and `Composer.close` releases it.
+    """
+    config = compose_config(settings, **overrides)
+    db_path = Path(db_path or settings.db_path)
+    engine_options = engine_options or EngineOptions()
+    if config.step_method == COMPOSE:
+        raise UserError("compose cannot search its own steps with compose",
+                        hint="pick a step method such as hybrid, dense, bm25 or a2x")
+    spec = method_spec(config.step_method)
+    book = steps if isinstance(steps, StepsBook) or steps is None else load_steps_file(steps)
+    services, tree, stale_note = _snapshot(settings, db_path)
+    decomposer = _decomposer(config, book, settings, engine, engine_options)
+    step_needs_engine = "engine" in spec.options.model_fields
+    options = {key: value for key, value in (method_options or {}).items() if key not in ENGINE_OPTION_NAMES}
+    method = None if step_needs_engine else make_method(config.step_method, settings, db_path, progress=progress,
+                                                        **options)
+    owns_engine = False
+    if engine is None and (decomposer == "model" or step_needs_engine):
+        engine = make_engine(settings, engine_options)
+        owns_engine = True
+    try:
+        if method is None:
+            method = make_method(config.step_method, settings, db_path, progress=progress, engine=engine, **options)
+        model = ModelDecomposer(engine, config) if decomposer == "model" and engine is not None else None
+    except BaseException:
+        if owns_engine and engine is not None:
+            engine.close()
+        raise
+    notes = [stale_note] if stale_note else []
+    if decomposer == "rule" and config.decomposer == "auto":
+        notes.append("no model is installed, so the rule decomposer split the request (give --model to use one)")
+    return Composer(config=config, method=method, method_name=config.step_method,
+                    names={service.id: service.name for service in services}, profiles=profiles(services, tree),
+                    decomposer=decomposer, model=model, steps=book, engine=engine if model or step_needs_engine
+                    else None, owns_engine=owns_engine, step_modes=spec.modes, notes=notes)

@@ -1,0 +1,131 @@
+"""Decompositions given in a file (`--steps FILE`), for evaluation with known steps and for plans made by hand.
+
+Accepted, as JSON or JSONL:
+- one decomposition: ``{"steps": [...]}`` or a bare list of steps (it serves a single request);
+- decompositions per request: ``[{"query": "...", "steps": [...]}, ...]`` (a benchmark query file that carries
+  ``steps`` works as it is), matched to requests by their text, whitespace aside.
+A step is a string (its task) or ``{"task": "...", "id": "...", "depends_on": ["..."]}``; ids are the file's own
+names, renumbered s1, s2, ... in order, and a step may depend only on earlier steps.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2x_local.compose.types import Step
+from a2x_local.errors import InputError, UserError
+
+STEPS_HINT = 'expected {"steps": [{"task": "...", "depends_on": []}, ...]}, or a list of {"query", "steps"}'
+
+
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+@dataclass(frozen=True)
+class StepsBook:
+    """The decompositions of one file: one for any request (``single``), or one per request text."""
+
+    path: Path
+    single: tuple[Step, ...] | None
+    by_request: dict[str, tuple[Step, ...]]
+
+    @property
+    def label(self) -> str:
+        return f"file:{self.path.name}"
+
+    def steps_for(self, request: str) -> list[Step]:
+        if self.single is not None:
+            return list(self.single)
+        found = self.by_request.get(_key(request))
+        if found is None:
+            shown = " ".join(request.split())
+            raise UserError(f"{self.path}: no steps for the request {shown[:80]!r}",
+                            hint="add an entry {\"query\": ..., \"steps\": [...]} for it, or leave out --steps")
+        return list(found)
+
+    def check_covers(self, requests: Sequence[str]) -> None:
+        """Fail before any work when a request has no decomposition in the file."""
+        for request in requests:
+            self.steps_for(request)
+
+
+def parse_steps(path: Path, where: str, raw: Any) -> tuple[Step, ...]:
+    """One decomposition from the file, checked; errors name the file, the entry and the field."""
+    if not isinstance(raw, list) or not raw:
+        raise InputError(str(path), "expected a non-empty list of steps", entry=where, field="steps",
+                         hint=STEPS_HINT)
+    given: dict[str, int] = {}
+    tasks: list[tuple[str, list[str]]] = []
+    for index, item in enumerate(raw):
+        field = f"steps[{index}]"
+        if isinstance(item, str):
+            item = {"task": item}
+        if not isinstance(item, dict):
+            raise InputError(str(path), "a step is a string or an object", entry=where, field=field)
+        task = item.get("task")
+        if not isinstance(task, str) or not task.strip():
+            raise InputError(str(path), "missing or empty task", entry=where, field=f"{field}.task")
+        step_id = item.get("id", f"s{index + 1}")
+        if not isinstance(step_id, str | int) or str(step_id) in given:
+            raise InputError(str(path), "step ids must be unique strings", entry=where, field=f"{field}.id")
+        depends = item.get("depends_on", [])
+        if not isinstance(depends, list) or not all(isinstance(d, str | int) for d in depends):
+            raise InputError(str(path), "depends_on is a list of step ids", entry=where, field=f"{field}.depends_on")
+        unknown = [str(d) for d in depends if str(d) not in given]
+        if unknown:
+            raise InputError(str(path), f"depends on {unknown[0]!r}, which is not an earlier step", entry=where,
+                             field=f"{field}.depends_on", hint="a step may depend only on the steps before it")
+        given[str(step_id)] = index
+        tasks.append((" ".join(task.split()), [str(d) for d in depends]))
+    return tuple(Step(id=f"s{index + 1}", task=task,
+                      depends_on=sorted({f"s{given[d] + 1}" for d in depends}, key=lambda s: int(s[1:])))
+                 for index, (task, depends) in enumerate(tasks))
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise UserError(f"{path}: steps file not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the file: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) > 1:
+            try:
+                return [json.loads(line) for line in lines]
+            except json.JSONDecodeError:
+                pass
+        raise InputError(str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
+                         hint=STEPS_HINT) from exc
+
+
+def load_steps_file(path: Path | str) -> StepsBook:
+    """The decompositions of a steps file, every entry checked before any is used."""
+    path = Path(path)
+    data = _read(path)
+    if isinstance(data, dict) and "steps" in data and "query" not in data:
+        return StepsBook(path, parse_steps(path, "0", data["steps"]), {})
+    if isinstance(data, list) and data and not any(isinstance(e, dict) and "query" in e for e in data):
+        return StepsBook(path, parse_steps(path, "0", data), {})
+    entries = data if isinstance(data, list) else [data]
+    by_request: dict[str, tuple[Step, ...]] = {}
+    for index, entry in enumerate(entries):
+        where = str(index)
+        if not isinstance(entry, dict) or not isinstance(entry.get("query"), str) or not entry["query"].strip():
+            raise InputError(str(path), "expected an object with a non-empty 'query'", entry=where, field="query",
+                             hint=STEPS_HINT)
+        if "steps" not in entry:
+            continue  # a benchmark query without a decomposition: requests it names get none
+        by_request[_key(entry["query"])] = parse_steps(path, f"{where} (query {entry['query'][:40]!r})",
+                                                       entry["steps"])
+    if not by_request:
+        raise InputError(str(path), "no entry carries 'steps'", hint=STEPS_HINT)
+    return StepsBook(path, None, by_request)

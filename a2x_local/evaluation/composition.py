@@ -1,0 +1,89 @@
+"""Completeness numbers: every run split by correct-set size, and the decomposition of methods that decompose.
+
+Queries with one correct service and queries with two or more are reported apart (hit, recall and COMP, at every
+cut-off of a ranked run), since a method can trade one kind for the other. Records of a decomposing method
+(compose) carry their steps; for them the summary adds steps per query, the plan's own services scored alone, and,
+where the query file gives reference steps, the step count accuracy (DA: the same number of steps; DA±1: off by at
+most one) and per-step hit@k (a reference step counts as found when one of its services is among the top k of any
+predicted step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from a2x_local.evaluation.metrics import RankedScore, mean, score_query
+
+STEP_KS = (1, 5, 10)   # per-step cut-offs (a record keeps each step's top 10)
+
+
+def size_groups(scored: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Scored records with one correct service, and with two or more."""
+    return {"single": [r for r in scored if len(r["scored"]) == 1],
+            "multi": [r for r in scored if len(r["scored"]) >= 2]}
+
+
+def _answer_numbers(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    scores = [score_query(r["returned"], r["scored"]) for r in rows]
+    return {"hit": mean([float(s.hit) for s in scores]), "recall": mean([s.recall for s in scores]),
+            "comp": mean([float(s.complete) for s in scores])}
+
+
+def by_size(scored: Sequence[dict[str, Any]], cutoffs: Sequence[tuple[str, int]] | None) -> dict[str, Any]:
+    """Per group: how many queries, the answer's hit / recall / COMP, and (ranked) the same at every cut-off."""
+    groups = {}
+    for name, rows in size_groups(scored).items():
+        entry: dict[str, Any] = {"queries": len(rows), **_answer_numbers(rows)}
+        if cutoffs is not None:
+            ranked = [RankedScore.of(r["ranking"], r["scored"]) for r in rows]
+            entry["at"] = {label: {"k": cut, "hit": mean([s.hit(cut) for s in ranked]),
+                                   "recall": mean([s.recall(cut) for s in ranked]),
+                                   "comp": mean([s.complete(cut) for s in ranked])} for label, cut in cutoffs}
+        groups[name] = entry
+    return groups
+
+
+def _plan_numbers(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    scores = [score_query(r["compose"]["services"], r["scored"]) for r in rows]
+    return {"services_per_query": mean([float(len(r["compose"]["services"])) for r in rows]),
+            "hit": mean([float(s.hit) for s in scores]), "recall": mean([s.recall for s in scores]),
+            "comp": mean([float(s.complete) for s in scores])}
+
+
+def _reference(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    counts = [(r["compose"]["steps"], len(r["reference_steps"])) for r in rows]
+    step_hits: dict[str, list[float]] = {str(k): [] for k in STEP_KS}
+    for r in rows:
+        rankings = r["compose"].get("step_rankings", [])
+        for tools in r["reference_steps"]:
+            if not tools:
+                continue
+            for k in STEP_KS:
+                step_hits[str(k)].append(float(any(t in ranking[:k] for ranking in rankings for t in tools)))
+    return {"queries": len(rows), "reference_steps_per_query": mean([float(g) for _, g in counts]),
+            "da": mean([float(p == g) for p, g in counts]), "da_pm1": mean([float(abs(p - g) <= 1) for p, g in counts]),
+            "steps_scored": len(step_hits[str(STEP_KS[0])]),
+            "step_hit": {k: mean(values) for k, values in step_hits.items()}}
+
+
+def decomposition(scored: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The decomposition block of a summary, or None when the method does not decompose."""
+    rows = [r for r in scored if isinstance(r.get("compose"), dict)]
+    if not rows:
+        return None
+    groups = size_groups(rows)
+    summary: dict[str, Any] = {
+        "queries": len(rows),
+        "steps_per_query": mean([float(r["compose"]["steps"]) for r in rows]),
+        "multi_step_share": mean([float(r["compose"]["steps"] > 1) for r in rows]),
+        "steps_per_query_by_size": {name: mean([float(r["compose"]["steps"]) for r in group])
+                                    for name, group in groups.items()},
+        "plan": {**_plan_numbers(rows), "by_size": {name: _plan_numbers(group) for name, group in groups.items()}},
+        "sad_applied": sum(1 for r in rows if r["compose"].get("sad_applied")),
+        "sad_copy_rejected": sum(int(r["compose"].get("sad_copy_rejected", 0)) for r in rows),
+    }
+    referenced = [r for r in rows if r.get("reference_steps")]
+    if referenced:
+        summary["reference"] = _reference(referenced)
+    return summary

@@ -1,0 +1,99 @@
+"""Composition by hand-computed scores: compatibility from what services carry, choices, edges, groups, rankings."""
+
+from __future__ import annotations
+
+import pytest
+
+from a2x_local.compose.assemble import Retrieved, assemble, merged_ranking, similarity
+from a2x_local.compose.compatibility import profiles, signals, tree_categories
+from a2x_local.compose.types import Step
+from a2x_local.registry import Service
+from tests.search.a2x_helpers import make_tree
+
+
+def _tool(service_id: str, inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = (), server: str | None = None,
+          source: str | None = None) -> Service:
+    metadata: dict = {"inputSchema": {"type": "object", "properties": {name: {"type": "string"} for name in inputs}}}
+    if outputs:
+        metadata["outputSchema"] = {"type": "object", "properties": {name: {"type": "string"} for name in outputs}}
+    if server:
+        metadata["server"] = server
+    return Service(service_id, "mcp_tool", service_id, f"{service_id} tool", metadata, source=source)
+
+
+def test_signals_come_only_from_what_both_services_carry() -> None:
+    tree = make_tree({"root": ("All", []), "root/1": ("Travel", []), "root/1/1": ("Flights", ["search"]),
+                      "root/1/2": ("Booking", ["book"]), "root/2": ("Weather", ["weather"])})
+    found = profiles([_tool("search", ("origin", "date"), ("flight_id", "price"), server="air"),
+                      _tool("book", ("flightId", "passenger"), server="air"),
+                      _tool("weather", ("city",), server="meteo"), Service("bare", "generic", "bare", "x")], tree)
+    assert found["book"].inputs == {"flightid", "passenger"}            # cases and separators meet
+    assert signals(found["search"], found["book"]) == {
+        "io": 0.5,            # flight_id feeds one of book's two inputs
+        "params": 0.0,
+        "origin": 1.0,        # the same server
+        "category": pytest.approx(1 / 3),   # {travel, flights} vs {travel, booking}
+    }
+    assert signals(found["search"], found["weather"]) == {"io": 0.0, "params": 0.0, "origin": 0.0, "category": 0.0}
+    assert signals(found["search"], found["bare"]) == {}
+    assert tree_categories(tree)["search"] == {"root/1", "root/1/1"}
+
+
+def test_sources_count_only_when_the_registry_has_several() -> None:
+    one = profiles([_tool("a", source="x.json"), _tool("b", source="x.json")], None)
+    assert one["a"].origin is None
+    two = profiles([_tool("a", source="x.json"), _tool("b", source="y.json")], None)
+    assert two["a"].origin == "source:x.json" and signals(two["a"], two["b"]) == {"origin": 0.0}
+
+
+SERVICES = [_tool("search", ("origin",), ("flight_id",), server="air"),
+            _tool("lookup", ("flight_id", "airline"), server="x"),
+            _tool("book", ("flight_id",), server="air"), _tool("hotel", ("city",), server="inn"),
+            Service("bare", "generic", "Bare", "no metadata")]
+PROFILES = profiles(SERVICES, None)
+NAMES = {s.id: s.name for s in SERVICES}
+
+
+def test_compatibility_can_overturn_rank_and_alpha_one_cannot() -> None:
+    steps = [Step(id="s1", task="find a flight"), Step(id="s2", task="book it", depends_on=["s1"])]
+    retrieved = [Retrieved(["search"], [0.9]), Retrieved(["lookup", "book", "bare"], [0.5, 0.4, 0.3])]
+    plan = assemble(steps, ["find a flight", "book it"], retrieved, candidates=3, alpha=0.5, names=NAMES,
+                    profiles=PROFILES)
+    second = plan.steps[1]
+    # lookup: sim 1, io 1/2, params 0, origin 0 -> compat 1/6 -> 0.5 + 1/12; book: sim 2/3, io 1, params 0,
+    # origin 1 -> compat 2/3 -> 2/3; bare carries nothing: scored with the others' mean compatibility, 5/12
+    assert second.choice.id == "book" and second.choice.score == pytest.approx(2 / 3)
+    assert [(c.id, c.score) for c in second.alternatives] == [
+        ("lookup", pytest.approx(0.5 + 1 / 12)), ("bare", pytest.approx(0.5 / 3 + 0.5 * 5 / 12))]
+    assert second.alternatives[0].signals == {"io": 0.5, "origin": 0.0, "params": 0.0}
+    assert second.alternatives[1].compatibility is None
+    assert plan.services == ["search", "book"]
+    by_rank = assemble(steps, ["find a flight", "book it"], retrieved, candidates=3, alpha=1.0, names=NAMES,
+                       profiles=PROFILES)
+    assert by_rank.steps[1].choice.id == "lookup"
+
+
+def test_edges_groups_and_io_dependencies() -> None:
+    steps = [Step(id="s1", task="find a flight"), Step(id="s2", task="find a hotel"),
+             Step(id="s3", task="book the flight")]
+    retrieved = [Retrieved(["search"], [None]), Retrieved(["hotel"], [None]), Retrieved(["book"], [None])]
+    plan = assemble(steps, [s.task for s in steps], retrieved, candidates=2, alpha=0.5, names=NAMES,
+                    profiles=PROFILES)
+    # no depends_on at all, but search's output flight_id feeds book: an io edge puts book after search
+    assert [(e.source, e.target, e.reason, e.fields) for e in plan.edges] == [("s1", "s3", "io", ["flight_id"])]
+    assert plan.groups == [["s1", "s2"], ["s3"]]
+    assert [(s.id, s.group, s.depends_on) for s in plan.steps] == [("s1", 1, []), ("s2", 1, []), ("s3", 2, ["s1"])]
+
+
+def test_a_step_without_results_has_no_choice_and_keeps_its_error() -> None:
+    steps = [Step(id="s1", task="a"), Step(id="s2", task="b")]
+    plan = assemble(steps, ["a", "b"], [Retrieved(["hotel"], [1.0]), Retrieved([], [], "engine down")],
+                    candidates=2, alpha=0.5, names=NAMES, profiles=PROFILES)
+    assert plan.steps[1].choice is None and plan.steps[1].error == "engine down"
+    assert plan.services == ["hotel"]
+
+
+def test_ranked_answer_puts_choices_first_then_takes_steps_in_turn() -> None:
+    assert merged_ranking(["c", "x"], [["a", "c", "d"], ["x", "a", "e", "f"]], 10) == ["c", "x", "a", "d", "e", "f"]
+    assert merged_ranking(["c", "x"], [["a", "c", "d"], ["x", "a", "e", "f"]], 3) == ["c", "x", "a"]
+    assert [similarity(rank, 4) for rank in (1, 2, 4)] == [1.0, 0.75, 0.25]
