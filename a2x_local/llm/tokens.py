@@ -40,3 +40,8 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     """The first ``max_tokens`` tokens of ``text``."""
     encoding = _encoding()
     return encoding.decode(encoding.encode(text)[:max_tokens])
+
+
+def chat_token_ids(messages: Sequence[Message]) -> list[int]:
+    """The token ids of a chat as a Qwen model receives it: what an engine's prefix cache matches on."""
+    return list(_encoding().encode_with_special(render_chatml(messages)))

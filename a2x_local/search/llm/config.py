@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
@@ -29,6 +30,17 @@ class LlmSearchConfig(SectionConfig):
     boundary_chars: int = Field(ge=0)
     service_description_chars: int = Field(ge=0)
     name_chars: int = Field(ge=8)
+    category_lines: Literal["full", "compact"]
+    compact_category_chars: int = Field(ge=0)
+    boundary_min_overlap: float = Field(ge=0, le=1)
+    service_lines: Literal["full", "compact"]
+    compact_service_chars: int = Field(ge=0)
+    direct_select_below: int = Field(ge=0)
+    prerank_min: int = Field(ge=0)
+    prerank_share: float = Field(ge=0, le=1)
+    prerank_rest: Literal["round", "names"]
+    prerank_depth: int = Field(ge=1)
+    prompt_layout: Literal["query_last", "query_first"]
     other_services_child: Literal["root", "all", "none"]
     other_services_examples: int = Field(ge=0)
     select_top_k: int = Field(ge=1)
@@ -36,6 +48,13 @@ class LlmSearchConfig(SectionConfig):
     answer_margin_tokens: int = Field(ge=0)
     temperature: float = Field(ge=0)
     seed: int
+
+
+def prerank_shown(config: LlmSearchConfig, size: int) -> int:
+    """How many of a group's ``size`` services pre-ranking shows first (all of them when it is off)."""
+    if not config.prerank_min:
+        return size
+    return min(size, max(config.prerank_min, math.ceil(config.prerank_share * size)))
 
 
 def answer_limit(mode: str, cap: int, offered: int) -> int:

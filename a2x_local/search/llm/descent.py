@@ -6,6 +6,8 @@ The model sees the children as a numbered list and answers positions or NONE (on
 selected child is expanded, NONE prunes only that node's subtree, and when nothing is chosen at the root the
 largest child is expanded. A node's own services (filed under none or several of its categories) are offered as
 one more option, "other services here", where `other_services_child` says so, so a query can prune them too.
+A reached node with at most `direct_select_below` services in its subtree is not descended: its whole subtree goes
+to selection, which costs fewer tokens than another descent round when the branch is small.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request, Result
 from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
-from a2x_local.search.llm.listing import category_line, clip, numbered
+from a2x_local.search.llm.listing import category_line, clip, confusable, numbered, shared_opening
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import other_services_line, render
 from a2x_local.search.llm.rounds import RoundRunner, prompt_room
@@ -64,7 +66,8 @@ class NodeDecision:
 class Walk:
     """One query's descent: nodes visited (level by level, children in stored order) and decisions taken.
 
-    ``own_pruned`` holds the nodes whose "other services here" option was offered and not chosen.
+    ``own_pruned`` holds the nodes whose "other services here" option was offered and not chosen; ``direct`` the
+    nodes selected from directly (their whole subtree, not descended).
     """
 
     query: str
@@ -72,11 +75,22 @@ class Walk:
     visited: list[str] = field(default_factory=list)
     decisions: list[NodeDecision] = field(default_factory=list)
     own_pruned: set[str] = field(default_factory=set)
+    direct: list[str] = field(default_factory=list)
 
     def reached(self, tree: Tree) -> list[tuple[str, list[str]]]:
-        """(node, direct services) of every visited node that has any and whose own services were not pruned."""
-        return [(node, tree.node(node).services) for node in self.visited
-                if tree.node(node).services and node not in self.own_pruned]
+        """(node, services) of every visited node with any: its direct services unless they were pruned, or for a
+        node selected from directly every service of its subtree (tree order)."""
+        reached = []
+        for node in self.visited:
+            services = subtree_in_order(tree, node) if node in self.direct else tree.node(node).services
+            if services and node not in self.own_pruned:
+                reached.append((node, services))
+        return reached
+
+
+def subtree_in_order(tree: Tree, node_id: str) -> list[str]:
+    """Every service under a node once, in tree pre-order (a node's own services before its children's)."""
+    return list(dict.fromkeys(s for node in tree.walk(node_id) for s in node.services))
 
 
 class Descender:
@@ -109,7 +123,13 @@ class Descender:
         if key not in self._listings:
             names = [self.tree.node(n).name for n in self.tree.path(node_id)[1:]]
             path = " > ".join(clip(name, self.config.name_chars) for name in names) or "top level"
-            lines = [category_line(child, self.config, boundary=boundary) for child in self.tree.children(node_id)]
+            children = self.tree.children(node_id)
+            marked = confusable({c.id: self.tree.subtree_services(c.id) for c in children},
+                                self.config.boundary_min_overlap) if boundary else set()
+            compact = self.config.category_lines == "compact"
+            opening = shared_opening([c.description for c in children]) if compact else ""
+            lines = [category_line(child, self.config, boundary=child.id in marked, opening=opening)
+                     for child in children]
             if self.offers_other(node_id):
                 own = self.tree.node(node_id).services
                 examples = [clip(name, self.config.name_chars) for name in self._names(own)]
@@ -126,7 +146,8 @@ class Descender:
         limit = answer_limit(mode, self.config.max_children_selected, len(options))
         cap = limit if mode != "get_one" and limit < len(options) else None
         path, listing = self._listing(node_id, boundary=mode == "get_one")
-        messages = render("descend", mode, cap=cap, path=path, children=listing, query=query)
+        messages = render("descend", mode, cap=cap, layout=self.config.prompt_layout, path=path, children=listing,
+                          query=query)
         budget = positions_budget(len(options), limit, self.config.answer_margin_tokens)
         room = prompt_room(self.engine, messages, budget)
         if room is not None and room < 0:
@@ -138,6 +159,11 @@ class Descender:
                        label=DESCEND_LABEL, temperature=self.config.temperature, seed=self.config.seed,
                        context={"call": DESCEND_LABEL, "query": query, "mode": mode, "node": node_id,
                                 "options": options, "max_items": limit})
+
+    def selects_directly(self, node_id: str) -> bool:
+        """Whether a reached node goes straight to selection: an internal node with a small enough subtree."""
+        limit = self.config.direct_select_below
+        return bool(limit and self.tree.node(node_id).children and self.tree.subtree_size(node_id) <= limit)
 
     def largest_child(self, node_id: str) -> str:
         """The fallback: the child with most services (the first of equals)."""
@@ -152,7 +178,9 @@ class Descender:
             owners, nodes, requests = [], [], []
             for q, node_id in frontier:
                 walks[q].visited.append(node_id)
-                if self.tree.node(node_id).children:
+                if self.selects_directly(node_id):
+                    walks[q].direct.append(node_id)
+                elif self.tree.node(node_id).children:
                     owners.append(q)
                     nodes.append(node_id)
                     requests.append(self.request(walks[q].query, walks[q].mode, node_id))

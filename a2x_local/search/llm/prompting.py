@@ -2,7 +2,8 @@
 selection instructions (get_important leans to recall while descending and is strict while selecting).
 
 The system part depends only on the call type, the mode and the answer form; the user part puts the node's list
-before the query, so every query at the same node shares that prefix in an engine's cache.
+before the query, so every query at the same node shares that prefix in an engine's cache. The other layout,
+query first, exists to measure what this one saves.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from a2x_local.prompts import PromptBook
 from a2x_local.search.llm.config import MODES
 
 CALL_TYPES = ("descend", "select", "full")
+# Where every call type's user part puts the request: its last paragraph (the prompt files say so).
+REQUEST_MARK = "\n\nRequest: "
 ANSWERS = ("answer_categories", "answer_category", "answer_services", "answer_service", "answer_capped")
 
 PROMPTS = PromptBook("a2x_local.search.llm", call_types=CALL_TYPES,
@@ -36,14 +39,21 @@ def answer_form(call_type: str, mode: str, cap: int | None) -> str:
     return text
 
 
-def render(call_type: str, mode: str, *, cap: int | None = None, **user: object) -> list[dict[str, str]]:
+def render(call_type: str, mode: str, *, cap: int | None = None, layout: str = "query_last",
+           **user: object) -> list[dict[str, str]]:
     """Chat messages for one request: system from (call type, mode, answer form), user from ``user``.
 
     ``cap`` is the most positions the answer may hold when that is fewer than the items offered (None: no cap).
+    ``layout`` "query_first" moves the request (the user part's last paragraph) before the list.
     """
     step = "descend" if call_type == "descend" else "select"
-    return PROMPTS.render(call_type, system={"instructions": PROMPTS.fragment(f"{step}_{mode}"),
-                                             "answer": answer_form(call_type, mode, cap)}, **user)
+    messages = PROMPTS.render(call_type, system={"instructions": PROMPTS.fragment(f"{step}_{mode}"),
+                                                 "answer": answer_form(call_type, mode, cap)}, **user)
+    if layout == "query_first":
+        # The first mark: lists are single lines (no blank line inside them), a query may hold anything.
+        body, _, request = messages[1]["content"].partition(REQUEST_MARK)
+        messages[1]["content"] = f"{REQUEST_MARK.lstrip()}{request}\n\n{body}"
+    return messages
 
 
 def other_services_line(count: int, examples: list[str]) -> str:

@@ -24,9 +24,10 @@ def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequen
                  **overrides: Any) -> list[Walk]:
     """Walk every query down ``tree`` together (one engine round per level); `[search]` keys in ``overrides``.
 
-    Each walk lists the nodes visited and the decision taken at each (children selected, or a fallback).
+    Each walk lists the nodes visited and the decision taken at each (children selected, or a fallback). Every
+    reached category is decided on (no direct selection below a size): placement files a service by these decisions.
     """
-    config = llm_search_config(settings, **overrides)
+    config = llm_search_config(settings, **{**overrides, "direct_select_below": 0})
     chosen = check_mode(mode, config.default_mode)
     runner = RoundRunner(engine, len(queries))
     return Descender(tree, engine, config).descend([(query, chosen) for query in queries], runner)
