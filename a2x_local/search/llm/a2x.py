@@ -1,7 +1,9 @@
 """The A2X method: recursive descent over the active tree, then service selection over what it reached.
 
 With a rescue retriever (the `a2x+rescue` method) the hybrid top-k joins as one more candidate group before
-selection, to recover services filed under a category the descent did not enter.
+selection, to recover services filed under a category the descent did not enter. With a ranker and pre-ranking on
+(`prerank_min`), each group shows its best services first and holds the rest back (prerank.py). One retrieval
+call per batch serves both.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from a2x_local.search.llm.answers import checked_modes, failure, make_answer
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.descent import OTHER_SUFFIX, Descender, Walk, is_other
 from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, path_group, tree_groups
-from a2x_local.search.llm.listing import service_line
+from a2x_local.search.llm.listing import name_lines, service_lines
+from a2x_local.search.llm.prerank import prerank, rank_positions
 from a2x_local.search.llm.prompting import prompt_hash
 from a2x_local.search.llm.rounds import RoundRunner
 from a2x_local.search.llm.selection import SelectionJob, Selector
@@ -33,7 +36,7 @@ class A2XSearch:
     ranked = False
 
     def __init__(self, tree: Tree, services: Mapping[str, Service], engine: Engine, config: LlmSearchConfig, *,
-                 rescue: Retriever | None = None, name: str | None = None) -> None:
+                 rescue: Retriever | None = None, ranker: Retriever | None = None, name: str | None = None) -> None:
         missing = sorted(tree.service_ids() - set(services))
         if missing:
             raise ValueError(f"the tree names {len(missing)} services the registry lacks, e.g. {missing[0]!r}")
@@ -41,12 +44,15 @@ class A2XSearch:
         self.engine = engine
         self.config = config
         self.rescue = rescue
+        # Pre-ranking needs both the setting and a ranker; without one (a tree compared by the nightly gate) the
+        # groups are shown whole, and describe() says so.
+        self.ranker = ranker if config.prerank_min else None
         self.name = name or ("a2x+rescue" if rescue is not None else "a2x")
         self.index = TreeIndex(tree)
-        self.lines = {service_id: service_line(service, config) for service_id, service in services.items()}
+        self.lines = service_lines(services.values(), config)
         self.descender = Descender(tree, engine, config,
                                    service_names={sid: service.name for sid, service in services.items()})
-        self.selector = Selector(self.lines, engine, config)
+        self.selector = Selector(self.lines, engine, config, names=name_lines(services.values(), config))
 
     def search(self, query: str, mode: str | None = None) -> SearchAnswer:
         return self.search_batch([SearchRequest(query, mode=mode)])[0]
@@ -60,7 +66,7 @@ class A2XSearch:
         queries = [request.query for request in requests]
         runner = RoundRunner(self.engine, len(requests))
         walks = self.descender.descend(list(zip(queries, modes, strict=True)), runner)
-        rescued = self.rescue.retrieve(queries, self.config.rescue_top_k) if self.rescue is not None else None
+        rescued, ranked = self._retrieve(queries)
         jobs, origins = [], []
         for q, walk in enumerate(walks):
             extra = [hit.service_id for hit in rescued[q]] if rescued is not None else []
@@ -72,6 +78,8 @@ class A2XSearch:
                                              threshold=self.config.merge_threshold, cap=self.config.group_cap)
                 if rescued is not None:
                     groups += extra_group(RESCUE_KEY, extra, origin, self.config.group_cap)
+            if ranked is not None:
+                groups = prerank(groups, rank_positions(ranked[q]), self.config)
             jobs.append(SelectionJob(walk.query, walk.mode, groups))
             origins.append(origin)
         selections = self.selector.select(jobs, runner)
@@ -86,6 +94,17 @@ class A2XSearch:
                                        failure(selections[q], walks[q].decisions)))
         return answers
 
+    def _retrieve(self, queries: list[str]) -> tuple[list[list[Hit]] | None, list[list[Hit]] | None]:
+        """The rescue's top-k and the pre-ranking's ranking per query (None when unused): one call when one
+        retriever serves both, the rescue's top-k then being the ranking's head."""
+        rescue_k, rank_k = self.config.rescue_top_k, self.config.prerank_depth
+        if self.rescue is not None and self.rescue is self.ranker:
+            ranked = self.rescue.retrieve(queries, max(rescue_k, rank_k))
+            return [hits[:rescue_k] for hits in ranked], ranked
+        rescued = self.rescue.retrieve(queries, rescue_k) if self.rescue is not None else None
+        ranked = self.ranker.retrieve(queries, rank_k) if self.ranker is not None else None
+        return rescued, ranked
+
     def _trace(self, walk: Walk, selection: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
         shown = set(walk.visited) | {c for d in walk.decisions for c in (*d.pruned, *d.selected) if not is_other(c)}
         # Tree order from the positions computed once, rather than a walk over every node of the tree per query.
@@ -95,11 +114,12 @@ class A2XSearch:
                 if is_other(option):
                     names[option] = f"other services of {self.tree.node(option[: -len(OTHER_SUFFIX)]).name}"
         return {"method": self.name, "mode": walk.mode, "tree": self.tree.build_id, "rounds": rounds,
-                "visited": list(walk.visited), "decisions": [d.to_dict() for d in walk.decisions],
-                "selection": selection, "names": names}
+                "visited": list(walk.visited), "direct": list(walk.direct),
+                "decisions": [d.to_dict() for d in walk.decisions], "selection": selection, "names": names}
 
     def describe(self) -> dict[str, Any]:
         stats = self.tree.stats()
         return {"method": self.name, "tree": self.tree.build_id, "tree_depth": stats.depth,
                 "tree_leaves": stats.leaves, "engine": self.engine.describe(),
-                "config": self.config.model_dump(), "prompts": prompt_hash()[:16], "rescue": self.rescue is not None}
+                "config": self.config.model_dump(), "prompts": prompt_hash()[:16], "rescue": self.rescue is not None,
+                "prerank": self.ranker is not None}

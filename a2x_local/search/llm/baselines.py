@@ -11,7 +11,7 @@ from a2x_local.registry import Service
 from a2x_local.search.llm.answers import checked_modes, failure, make_answer
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.grouping import RETRIEVED_KEY, Group, split
-from a2x_local.search.llm.listing import service_line
+from a2x_local.search.llm.listing import service_lines
 from a2x_local.search.llm.prompting import prompt_hash
 from a2x_local.search.llm.rounds import RoundRunner
 from a2x_local.search.llm.selection import Selection, SelectionJob, Selector
@@ -50,8 +50,7 @@ class FullCatalogue:
         self.ids = [service.id for service in services]
         self.engine = engine
         self.config = config
-        self.selector = Selector({s.id: service_line(s, config) for s in services}, engine, config,
-                                 call_type="full", split=False)
+        self.selector = Selector(service_lines(services, config), engine, config, call_type="full", split=False)
 
     def prompt_tokens(self, query: str = "", mode: str | None = None) -> int:
         """Prompt tokens of the full-catalogue prompt for ``query`` (measured with the engine's tokenizer)."""
@@ -86,7 +85,7 @@ class RetrieveSelect:
         self.retriever = retriever
         self.engine = engine
         self.config = config
-        self.selector = Selector({s.id: service_line(s, config) for s in services}, engine, config)
+        self.selector = Selector(service_lines(services, config), engine, config)
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         if not requests:

@@ -20,15 +20,33 @@ RETRIEVED_KEY = "retrieved"
 
 @dataclass
 class Group:
-    """Services shown together in one selection prompt. ``key`` is the tree node the group covers (or a tag)."""
+    """Services shown together in one selection prompt. ``key`` is the tree node the group covers (or a tag).
+
+    Pre-ranking sets the other two: ``held`` are services kept back, offered only if the query's answers choose
+    nothing; ``brief`` counts the last services of the list shown by name alone.
+    """
 
     key: str
     services: list[str]
     part: int = 1
     parts: int = 1
+    held: list[str] = field(default_factory=list)
+    brief: int = 0
 
     def to_dict(self) -> dict[str, object]:
-        return {"key": self.key, "part": self.part, "parts": self.parts, "services": list(self.services)}
+        return {"key": self.key, "part": self.part, "parts": self.parts, "services": list(self.services),
+                "held_back": len(self.held), "by_name": self.brief}
+
+    def halves(self) -> tuple[Group, Group]:
+        """The group cut in two (a prompt over budget); the services shown by name stay the last ones."""
+        half, n = len(self.services) // 2, len(self.services)
+        first_brief = max(0, half - (n - self.brief))
+        return (Group(self.key, self.services[:half], self.part, self.parts, brief=first_brief),
+                Group(self.key, self.services[half:], self.part, self.parts, brief=self.brief - first_brief))
+
+    def rest(self) -> Group:
+        """The held-back services as a group of their own (same key and part)."""
+        return Group(self.key, list(self.held), self.part, self.parts)
 
 
 @dataclass

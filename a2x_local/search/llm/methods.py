@@ -8,11 +8,13 @@ that run several methods (evaluation, a server) pass one running engine as ``eng
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
+from a2x_local.extras import check
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions, make_engine
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
@@ -21,7 +23,7 @@ from a2x_local.search.llm.config import MODES, LlmSearchConfig, llm_search_confi
 from a2x_local.search.methods import MethodSpec, ProgressFactory
 from a2x_local.search.retrieval.config import TextField, retrieval_config
 from a2x_local.search.retrieval.corpus import Corpus, read_corpus
-from a2x_local.search.retrieval.methods import hybrid_retriever
+from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS, hybrid_retriever
 from a2x_local.search.retrieval.retrievers import HybridRetriever
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, load_active_tree
@@ -41,6 +43,7 @@ class LlmOptions(EngineOptions):
                                               description="most sub-categories one answer may choose (0: no cap)")
     service_description_chars: int | None = Field(None, ge=0, description="description characters per service")
     category_description_chars: int | None = Field(None, ge=0, description="description characters per category")
+    service_lines: Literal["full", "compact"] | None = Field(None, description="service lines: full or compact")
 
 
 class RetrievalOptions(BaseModel):
@@ -50,11 +53,20 @@ class RetrievalOptions(BaseModel):
     text: TextField | None = Field(None, description="indexed text")
 
 
+class A2XOptions(LlmOptions, RetrievalOptions):
+    """The descent's own levers; the retrieval options serve pre-ranking (and the rescue)."""
+
+    category_lines: Literal["full", "compact"] | None = Field(None, description="category lines: full or compact")
+    direct_select_below: int | None = Field(None, ge=0, description="select directly from subtrees this small")
+    prerank_min: int | None = Field(None, ge=0, description="pre-ranking: services shown per group (0: off)")
+    prerank_share: float | None = Field(None, ge=0, le=1, description="pre-ranking: share shown of a large group")
+
+
 class SelectOptions(LlmOptions, RetrievalOptions):
     select_top_k: int | None = Field(None, ge=1, description="retrieved services handed to the model")
 
 
-class RescueOptions(LlmOptions, RetrievalOptions):
+class RescueOptions(A2XOptions):
     rescue_top_k: int | None = Field(None, ge=1, description="retrieved services added as one more group")
 
 
@@ -100,11 +112,14 @@ def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
     return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
 
 
-def _a2x(settings: Settings, db_path: Path, options: LlmOptions, _progress: ProgressFactory | None) -> A2XSearch:
+def _a2x(settings: Settings, db_path: Path, options: A2XOptions, progress: ProgressFactory | None) -> A2XSearch:
     config = search_config(settings, options)
+    if config.prerank_min:
+        check(*DENSE_NEEDS, *BM25_NEEDS, feature="a2x pre-ranking ([search] prerank_min; 0 turns it off)")
     tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     assert tree is not None
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config)
+    ranker = _retriever(settings, corpus, options, progress) if config.prerank_min else None
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, ranker=ranker)
 
 
 def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
@@ -113,7 +128,7 @@ def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
     tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     assert tree is not None
     retriever = _retriever(settings, corpus, options, progress)
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever)
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever, ranker=retriever)
 
 
 def _full(settings: Settings, db_path: Path, options: LlmOptions,
@@ -135,7 +150,7 @@ def _by_id(corpus: Corpus) -> dict[str, Service]:
     return {service.id: service for service in corpus.services}
 
 
-A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", LlmOptions, _a2x,
+A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", A2XOptions, _a2x,
                       modes=MODES)
 RESCUE_SPEC = MethodSpec("a2x+rescue", "A2X plus the hybrid top-k as one more candidate group", RescueOptions,
                          _rescue, modes=MODES)

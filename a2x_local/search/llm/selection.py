@@ -4,6 +4,8 @@ get_all and get_important answer positions (or NONE) per group. get_one answers 
 list (its one path's services), so it needs no further round unless that list had to be split to fit a prompt;
 then one more call chooses among the parts' picks. When nothing is picked, the groups are asked again in
 get_important mode and the first service chosen is taken. Both follow-ups of all queries share one round.
+Groups that pre-ranking cut short offer their held-back rest in one more round, to the queries whose answers
+chose nothing; a get_one query that needed it takes its follow-ups one round later.
 """
 
 from __future__ import annotations
@@ -75,15 +77,17 @@ class _Planned:
 
 
 class Selector:
-    """Selection requests over service lines ``lines`` (id -> `name: description`) with one prompt type.
+    """Selection requests over service lines ``lines`` (id -> `name: description`) with one prompt type; ``names``
+    (id -> name) serve the services a pre-ranked group shows by name alone.
 
     ``split`` False is for the full-catalogue baseline: its one prompt must never be cut into parts, so a catalogue
     that does not fit the context window is reported instead (ContextWindowError).
     """
 
     def __init__(self, lines: Mapping[str, str], engine: Engine, config: LlmSearchConfig, *,
-                 call_type: str = "select", split: bool = True) -> None:
+                 call_type: str = "select", split: bool = True, names: Mapping[str, str] | None = None) -> None:
         self.lines = lines
+        self.names = names or {}
         self.engine = engine
         self.config = config
         self.call_type = call_type
@@ -94,8 +98,11 @@ class Selector:
         n = len(group.services)
         limit = answer_limit(mode, self.config.max_services_selected, n)
         cap = limit if mode != "get_one" and limit < n else None
-        listing = numbered([self.lines[s] for s in group.services])
-        messages = render(self.call_type, mode, cap=cap, services=listing, query=query)
+        described = n - group.brief
+        listing = numbered([self.lines[s] for s in group.services[:described]]
+                           + [self.names[s] for s in group.services[described:]])
+        messages = render(self.call_type, mode, cap=cap, layout=self.config.prompt_layout, services=listing,
+                          query=query)
         budget = positions_budget(n, limit, self.config.answer_margin_tokens)
         request = Request(messages=messages, constraint=positions_constraint(n, limit), max_tokens=budget,
                           label=label, temperature=self.config.temperature, seed=self.config.seed,
@@ -121,10 +128,7 @@ class Selector:
                 f" {self.engine.max_model_len:,} tokens (nothing was cut off or sent)",
                 hint="use a model with a longer context (engine max_model_len), a smaller registry, or a method"
                 " that shows the model short lists (a2x, select)")
-        half = len(group.services) // 2
-        parts = [Group(group.key, group.services[:half], group.part, group.parts),
-                 Group(group.key, group.services[half:], group.part, group.parts)]
-        return [planned for part in parts for planned in self._fitted(job, query, mode, part, label)]
+        return [planned for part in group.halves() for planned in self._fitted(job, query, mode, part, label)]
 
     def _fits_window(self, request: Request) -> bool:
         window = self.engine.max_model_len
@@ -147,34 +151,76 @@ class Selector:
         return outcomes
 
     def select(self, jobs: Sequence[SelectionJob], runner: RoundRunner) -> list[Selection]:
-        """Selections for ``jobs`` (indexed like the runner's ledgers): one round, plus one for get_one follow-ups."""
+        """Selections for ``jobs`` (indexed like the runner's ledgers), in at most three rounds: the groups; then
+        the held-back rest for queries that chose nothing (and get_one's follow-ups for the others); then get_one's
+        follow-ups for queries that needed the rest. Every round carries all queries' requests."""
         label = self.call_type
-        first: list[_Planned] = []
-        for j, job in enumerate(jobs):
-            for group in job.groups:
-                first.extend(self._fitted(j, job.query, job.mode, group, label))
         selections = [Selection([]) for _ in jobs]
-        offered: dict[int, list[_Planned]] = {}
-        for item, outcome in zip(first, self._run(first, runner), strict=True):
-            selections[item.job].calls.append(outcome)
-            offered.setdefault(item.job, []).append(item)
-        followups: list[_Planned] = []
+        offered: list[list[Group]] = [[] for _ in jobs]
+        self._round([planned for j, job in enumerate(jobs) for group in job.groups
+                     for planned in self._fitted(j, job.query, job.mode, group, label)], runner, selections, offered)
+        resting = [j for j, job in enumerate(jobs) if _wants_rest(job, selections[j])]
+        second: list[_Planned] = []
         for j, job in enumerate(jobs):
-            calls = selections[j].calls
-            if job.mode != "get_one":
-                selections[j].selected = list(dict.fromkeys(s for call in calls for s in call.selected))
-                continue
-            picks = list(dict.fromkeys(call.selected[0] for call in calls if call.selected))
-            selections[j].selected = picks[:1]
-            if len(picks) > 1:
-                followups.extend(self._fitted(j, job.query, "get_one", Group(FINAL_KEY, picks), f"{label}_final"))
-            elif not picks:
-                for item in offered.get(j, []):
-                    followups.extend(self._fitted(j, job.query, "get_important", item.group, f"{label}_fallback"))
-        for item, outcome in zip(followups, self._run(followups, runner), strict=True):
-            selection = selections[item.job]
-            selection.calls.append(outcome)
-            # A final pick replaces the provisional first pick; of fallback answers, the first non-empty wins.
-            if outcome.selected and (item.label.endswith("_final") or not selection.selected):
-                selection.selected = outcome.selected[:1]
+            if j in resting:
+                second += [planned for group in job.groups if group.held
+                           for planned in self._fitted(j, job.query, job.mode, group.rest(), f"{label}_rest")]
+            else:
+                second += self._followups(j, job, selections[j], offered[j])
+        self._round(second, runner, selections, offered)
+        self._round([planned for j in resting for planned in self._followups(j, jobs[j], selections[j], offered[j])],
+                    runner, selections, offered)
+        for job, selection in zip(jobs, selections, strict=True):
+            selection.selected = _chosen(job.mode, selection.calls, label)
         return selections
+
+    def _round(self, planned: list[_Planned], runner: RoundRunner, selections: list[Selection],
+               offered: list[list[Group]]) -> None:
+        """One engine round; the groups of first and rest calls are remembered for get_one's fallback."""
+        for item, outcome in zip(planned, self._run(planned, runner), strict=True):
+            selections[item.job].calls.append(outcome)
+            if not item.label.endswith(_FOLLOWUPS):
+                offered[item.job].append(item.group)
+
+    def _followups(self, j: int, job: SelectionJob, selection: Selection, offered: list[Group]) -> list[_Planned]:
+        """get_one after its list: one call among several parts' picks, or a get_important fallback when none."""
+        if job.mode != "get_one":
+            return []
+        picks = _picks(selection.calls)
+        label = self.call_type
+        if len(picks) > 1:
+            return self._fitted(j, job.query, "get_one", Group(FINAL_KEY, picks), f"{label}_final")
+        if not picks:
+            return [planned for group in offered
+                    for planned in self._fitted(j, job.query, "get_important", group, f"{label}_fallback")]
+        return []
+
+
+_FOLLOWUPS = ("_final", "_fallback")
+
+
+def _wants_rest(job: SelectionJob, selection: Selection) -> bool:
+    """A query gets its groups' held-back services when it has any and its valid answers chose nothing."""
+    return (any(group.held for group in job.groups) and not any(call.selected for call in selection.calls)
+            and any(call.answer is not None for call in selection.calls))
+
+
+def _picks(calls: Sequence[GroupResult]) -> list[str]:
+    """get_one's first picks of its list calls (groups and rest), in call order, each once."""
+    return list(dict.fromkeys(call.selected[0] for call in calls
+                              if call.selected and not call.call.endswith(_FOLLOWUPS)))
+
+
+def _chosen(mode: str, calls: Sequence[GroupResult], label: str) -> list[str]:
+    """The answer: every service chosen, in call order (get_all, get_important); for get_one the final call's
+    pick, else the one pick of its list, else the first pick of the fallback answers."""
+    if mode != "get_one":
+        return list(dict.fromkeys(s for call in calls for s in call.selected))
+    final = [call.selected[0] for call in calls if call.call == f"{label}_final" and call.selected]
+    if final:
+        return final[:1]
+    picks = _picks(calls)
+    if picks:
+        return picks[:1]
+    fallback = [call.selected[0] for call in calls if call.call == f"{label}_fallback" and call.selected]
+    return fallback[:1]
