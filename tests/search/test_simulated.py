@@ -1,14 +1,17 @@
-"""The simulated navigator behind `scripts/bench_search.py --policy noisy`: an oracle at error rate 0, seeded
-drops and additions above it, answers within what each request allows."""
+"""The simulated navigators of `scripts/bench_search.py`: the noisy one (an oracle at error rate 0, seeded drops
+and additions above it, answers within what each request allows) and the reader (it answers by what the lines say)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.llm.types import Request
+from a2x_local.registry.types import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
-from a2x_local.search.llm.simulated import SimulatedNavigator
+from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator, listed_lines
 from a2x_local.search.types import SearchRequest
 from tests.search.a2x_helpers import make_tree, sample_services, sample_tree, services_for
 
@@ -59,10 +62,63 @@ def test_drop_and_add_rates_match_the_error_rate():
     method.search_batch([SearchRequest(q) for q in queries])
     # 50 descents offering 8 correct categories each, then 50 selections offering the correct services reached.
     assert rule.decisions == 100 and 400 < rule.correct_seen < 800
-    assert 0.12 < rule.added / rule.decisions < 0.28
+    # A wrong item can be added to each descent (32 wrong categories), and to a selection only when its descent
+    # added one (then the wrong category's service is offered): about 0.2 * 50 + 0.2 * 10 = 12 of 100 decisions.
+    assert 0.05 < rule.added / rule.decisions < 0.22
     assert 0.15 < rule.dropped / rule.correct_seen < 0.25
 
 
 def test_a_wrong_error_rate_is_refused():
     with pytest.raises(ValueError, match="probability"):
         SimulatedNavigator(sample_tree(), CORRECT, error_rate=1.5)
+
+
+def test_a_dropped_item_stays_dropped_however_the_list_is_ordered_or_cut():
+    # The drop draw belongs to the item, not to the list: the same service in a reordered or shorter selection
+    # list is dropped (or kept) alike, so two search settings differ only by their structure.
+    tree = make_tree({"root": ("All", [f"s{k}" for k in range(1, 9)])})
+    queries = {f"q{i}": {f"s{1 + i % 8}", f"s{1 + (i + 3) % 8}"} for i in range(40)}
+    rule = SimulatedNavigator(tree, queries, error_rate=0.5, seed=3)
+    kept = {}
+    for order in (["s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8"], ["s8", "s6", "s4", "s2", "s1", "s3", "s5", "s7"]):
+        for query, correct in queries.items():
+            options = [s for s in order if s in correct or s in {"s2", "s5"}]
+            request = Request(messages=[], constraint=None, max_tokens=20,
+                              context={"call": "select", "query": query, "group": "root", "options": options,
+                                       "max_items": len(options)})
+            answer = rule(request)
+            chosen = {options[int(k) - 1] for k in answer.split(",")} if answer != "NONE" else set()
+            kept.setdefault(query, []).append(chosen & correct)
+    assert all(first == second for first, second in kept.values())
+    assert 0 < sum(len(first) for first, _ in kept.values()) < 80
+
+
+def test_listed_lines_are_the_numbered_options_of_a_prompt():
+    text = "Category: top\nSub-categories:\n1. Travel: trips\n2. Weather: rain\n\nRequest: 1. do this"
+    assert listed_lines(text, 2) == ["Travel: trips", "Weather: rain"]
+    with pytest.raises(ValueError, match="3 numbered"):
+        listed_lines(text, 3)
+
+
+def test_the_reader_chooses_the_lines_most_like_the_request():
+    vocabulary = ["flight", "hotel", "rain"]
+
+    def encode(texts):
+        rows = np.array([[float(word in text.lower()) for word in vocabulary] + [0.1] for text in texts])
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    shape = {"root": ("All", []), "root/1": ("Hotel bookings", ["h1", "h2"]), "root/2": ("Flight tickets", ["f1"]),
+             "root/3": ("Rain alerts", ["w1"])}
+    services = {"h1": Service("h1", "generic", "book_room", "Books a hotel room."),
+                "h2": Service("h2", "generic", "cancel", "Cancels a flight."),
+                "f1": Service("f1", "generic", "fly", "Buys a flight."), "w1": Service("w1", "generic", "w", "Rain.")}
+    config = LlmSearchConfig.defaults(merge_threshold=0)
+    answer = A2XSearch(make_tree(shape), services, ScriptedEngine(ReaderNavigator(encode)), config).search(
+        "a hotel for tonight")
+    assert answer.trace["decisions"][0]["selected"] == ["root/1"] and answer.ids == ["h1"]
+    # Lines that lose the words a request matches lose the reader: it cannot tell the categories apart and takes
+    # the first three (all equally far), which the oracle, never reading, would not show.
+    blind = {node: (f"Group {k}", members) for k, (node, (_, members)) in enumerate(shape.items())}
+    lost = A2XSearch(make_tree(blind), services, ScriptedEngine(ReaderNavigator(encode)), config).search(
+        "a hotel for tonight")
+    assert lost.trace["decisions"][0]["selected"] == ["root/1", "root/2", "root/3"]
