@@ -13,11 +13,23 @@ or taxonomy.json with class.json beside it).
 
 Variants, each run over every query at every error rate: a2x get_all, get_important and get_one, a2x+rescue
 (get_all, the hybrid top-k as one more group), and get_all with the former answer caps (5 categories, 20 services).
-With `--policy oracle`, the default get_all run is also checked against the cost targets: under 3,500 prompt tokens
-per query, at most depth + 1 rounds, the search's own overhead under 5 ms per query.
+`-o KEY=VALUE` sets a `[search]` key for every variant. With `--policy oracle`, the default get_all run is also
+checked against the cost targets: under 3,500 prompt tokens per query, at most depth + 1 rounds, the search's own
+overhead under 5 ms per query.
+
+Beside tokens by call type, every run reports the candidate ceiling (the share of queries whose correct services
+were all among the candidates shown to selection: what a perfect selector could reach) and the uncached prompt
+tokens (each prompt minus the longest token prefix it shares with an earlier prompt of the same engine round: what
+a prefix-caching engine computes). The last line's JSON leads with the first variant's numbers:
+prompt_tokens_per_query, uncached_prompt_tokens_per_query, candidate_ceiling and oracle_hit.
+
+`--frontier` measures the token levers instead (docs/search.md "Token frontier"): every setting of FRONTIER, under
+the oracle and the noisy navigator at `--frontier-error-rate` (0.1), as one table of tokens against ceiling and
+hit, plotted with matplotlib when `--plot PATH` is given.
 
 Usage: .venv/bin/python scripts/bench_search.py [--policy noisy] [--error-rate 0,0.05,0.1,0.2] [--seed 0]
-       [--tree PATH] [--services FILE] [--queries FILE] [--variants get_all,get_one] [--limit N] [--batch-size 64]
+       [--tree PATH] [--services FILE] [--queries FILE] [--variants get_all,get_one] [-o KEY=VALUE ...]
+       [--frontier [--plot docs/search_frontier.png]] [--limit N] [--batch-size 64]
 """
 
 from __future__ import annotations
@@ -33,17 +45,19 @@ from typing import Any
 from a2x_local.db import connect
 from a2x_local.evaluation.harness import Evaluation, EvaluationConfig, registry_info
 from a2x_local.evaluation.metrics import mean, percentile
-from a2x_local.evaluation.queries import load_queries
+from a2x_local.evaluation.queries import Query, load_queries
 from a2x_local.evaluation.runner import plan_run
 from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.llm.tokens import chat_token_ids
 from a2x_local.llm.types import Request, Result
 from a2x_local.registry import Registry, Service
 from a2x_local.registry.ingest import ingest
-from a2x_local.search import make_method
+from a2x_local.search import make_method, parse_option_pairs
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue
 from a2x_local.search.llm.config import llm_search_config
-from a2x_local.search.llm.simulated import SimulatedNavigator
+from a2x_local.search.llm.prefix import uncached_tokens
+from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import import_tree, read_tree_file
@@ -66,14 +80,51 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "a2x+rescue": ("get_all", {}, True),
     "get_all_capped": ("get_all", {"max_children_selected": 5, "max_services_selected": 20}, False),
 }
+# The token levers, each off (as published) and on, then together: setting -> (mode, [search] overrides).
+# "published" turns every lever off whatever the defaults say; "defaults" is the [search] table as shipped.
+_OFF = {"service_lines": "full", "category_lines": "full", "boundary_min_overlap": 0.0, "direct_select_below": 0,
+        "prerank_min": 0, "prompt_layout": "query_last"}
+_COMPACT = {"service_lines": "compact", "category_lines": "compact"}
+FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
+    "published": ("get_all", _OFF),
+    "query first (layout off)": ("get_all", {**_OFF, "prompt_layout": "query_first"}),
+    "compact services": ("get_all", {**_OFF, "service_lines": "compact"}),
+    "compact categories": ("get_all", {**_OFF, "category_lines": "compact"}),
+    "direct below 60": ("get_all", {**_OFF, "direct_select_below": 60}),
+    "prerank 10 round": ("get_all", {**_OFF, "prerank_min": 10, "prerank_share": 0.0,
+                                                "prerank_rest": "round"}),
+    "prerank 20 round": ("get_all", {**_OFF, "prerank_min": 20, "prerank_share": 0.0,
+                                                "prerank_rest": "round"}),
+    "prerank 10 names": ("get_all", {**_OFF, "prerank_min": 10, "prerank_share": 0.0,
+                                             "prerank_rest": "names"}),
+    "prerank 5 names": ("get_all", {**_OFF, "prerank_min": 5, "prerank_share": 0.0,
+                                            "prerank_rest": "names"}),
+    "compact": ("get_all", {**_OFF, **_COMPACT}),
+    "compact + prerank 10 round": ("get_all", {**_OFF, **_COMPACT, "prerank_min": 10, "prerank_share": 0.0,
+                                               "prerank_rest": "round"}),
+    "compact + prerank 10 names": ("get_all", {**_OFF, **_COMPACT, "prerank_min": 10, "prerank_share": 0.0,
+                                               "prerank_rest": "names"}),
+    "compact + prerank 5 names": ("get_all", {**_OFF, **_COMPACT, "prerank_min": 5, "prerank_share": 0.0,
+                                              "prerank_rest": "names"}),
+    "compact + direct 60 + prerank 10 names": ("get_all", {**_OFF, **_COMPACT, "direct_select_below": 60,
+                                                           "prerank_min": 10, "prerank_share": 0.0,
+                                                           "prerank_rest": "names"}),
+    "defaults": ("get_all", {}),
+    "get_one published": ("get_one", _OFF),
+    "get_one boundaries 0.3": ("get_one", {**_OFF, "boundary_min_overlap": 0.3}),
+    "get_one compact categories": ("get_one", {**_OFF, "category_lines": "compact"}),
+    "get_one defaults": ("get_one", {}),
+}
 
 
 class TimedEngine(ScriptedEngine):
-    """Keeps the seconds spent inside generate(), so the search's own overhead can be told apart."""
+    """Keeps the seconds spent inside generate(), so the search's own overhead can be told apart, and what a
+    prefix-caching engine would compute of each round (``uncached`` by query)."""
 
     def __init__(self, rule) -> None:
         super().__init__(rule)
         self.generate_seconds = 0.0
+        self.uncached: dict[str, int] = {}
 
     def generate(self, requests: Sequence[Request]) -> list[Result]:
         started = time.perf_counter()
@@ -81,26 +132,34 @@ class TimedEngine(ScriptedEngine):
             return super().generate(requests)
         finally:
             self.generate_seconds += time.perf_counter() - started
+            counts = uncached_tokens([chat_token_ids(request.messages) for request in requests])
+            for request, count in zip(requests, counts, strict=True):
+                query = request.context["query"]
+                self.uncached[query] = self.uncached.get(query, 0) + count
 
 
 class TimedMethod:
-    """The method with the seconds spent in its search_batch calls: the search alone, without the harness's files."""
+    """The method with the seconds spent in its search_batch calls: the search alone, without the harness's files;
+    keeps every answer by query, for the candidate ceiling."""
 
     def __init__(self, method: SearchMethod) -> None:
         self.method = method
         self.name, self.ranked = method.name, method.ranked
         self.seconds = 0.0
+        self.answers: dict[str, SearchAnswer] = {}
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         started = time.perf_counter()
         try:
-            return self.method.search_batch(requests)
+            answers = self.method.search_batch(requests)
         finally:
             self.seconds += time.perf_counter() - started
+        self.answers.update((answer.query, answer) for answer in answers)
+        return answers
 
 
 class CachedRetriever:
-    """The rescue's hybrid retrieval, computed once per query for every variant and error rate."""
+    """The hybrid retrieval (rescue and pre-ranking), computed once per query for every variant and error rate."""
 
     def __init__(self, retriever: Any) -> None:
         self.retriever = retriever
@@ -142,38 +201,72 @@ def summary(values: Sequence[float]) -> dict[str, float]:
             "p95": round(percentile(values, 95), 1), "max": max(values)}
 
 
-def run_variant(name: str, error_rate: float, args: argparse.Namespace, context: dict[str, Any]) -> dict[str, Any]:
-    """One variant at one error rate over every query, scored by the evaluation harness."""
-    mode, overrides, rescue = VARIANTS[name]
+def candidate_ceiling(queries: Sequence[Query], answers: dict[str, SearchAnswer], known: set[str], *,
+                      every: bool = True) -> float:
+    """The share of queries (with a correct service in the registry) whose correct services were all offered to
+    selection in some call: the recall a perfect selector could reach after this descent. ``every`` False: at
+    least one of them (the hit a perfect selector could reach; get_one's measure)."""
+    covered = []
+    for query in queries:
+        correct = set(query.correct) & known
+        if correct:
+            calls = (answers[query.query].trace or {}).get("selection", [])
+            offered = {s for call in calls for s in call["services"]}
+            covered.append(float(correct <= offered if every else bool(correct & offered)))
+    return mean(covered)
+
+
+def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, context: dict[str, Any], *,
+                mode: str, overrides: dict[str, Any], rescue: bool = False) -> dict[str, Any]:
+    """One setting over every query, scored by the evaluation harness: the simulated navigator at one error rate,
+    or (``error_rate`` None) the reader navigator."""
     tree, services, queries = context["tree"], context["services"], context["queries"]
-    rule = SimulatedNavigator(tree, {q.query: set(q.correct) for q in queries}, error_rate=error_rate,
-                              seed=args.seed)
+    if error_rate is None:
+        rule: Any = context["reader"]
+    else:
+        rule = SimulatedNavigator(tree, {q.query: set(q.correct) for q in queries}, error_rate=error_rate,
+                                  seed=args.seed)
     engine = TimedEngine(rule)
-    config = llm_search_config(context["settings"], **overrides)
-    search = A2XSearch(tree, {s.id: s for s in services}, engine, config,
-                       rescue=context["retriever"] if rescue else None)
+    config = llm_search_config(context["settings"], **{**context["options"], **overrides})
+    retriever = context["retriever"]
+    search = A2XSearch(tree, {s.id: s for s in services}, engine, config, rescue=retriever if rescue else None,
+                       ranker=retriever)
+    if config.prerank_min and retriever is None:
+        raise SystemExit("pre-ranking needs the hybrid retriever (the [retrieval] extra)")
     method = TimedMethod(search)
     evaluation_config = EvaluationConfig.defaults(batch_size=args.batch_size)
-    plan = plan_run(method=search.name, options={"variant": name, "error_rate": error_rate}, mode=mode, k=10,
-                    queries_file=args.queries, registry=context["registry"], config=evaluation_config,
-                    out=context["folder"] / f"{name}-{error_rate}")
+    folder = f"{len(context['runs'])}-{'reader' if error_rate is None else error_rate}"
+    context["runs"].append(folder)
+    plan = plan_run(method=search.name, options={"variant": name, "error_rate": error_rate, **overrides}, mode=mode,
+                    k=10, queries_file=args.queries, registry=context["registry"], config=evaluation_config,
+                    out=context["folder"] / folder)
     records = Evaluation(plan.out_dir, plan.spec, context["registry"], evaluation_config).run(method, queries)
     scored = [r for r in records if r["scored"]]
     prompt = [r["prompt_tokens"] for r in records]
+    uncached = [engine.uncached.get(q.query, 0) for q in queries]
     total = engine.usage.total()
+    by_label = engine.usage.by_label
     return {
-        "variant": name, "mode": mode, "rescue": rescue, "error_rate": error_rate,
+        "variant": name, "policy": "reader" if error_rate is None else "oracle" if error_rate == 0 else "noisy",
+        "mode": mode, "rescue": rescue, "error_rate": error_rate, "overrides": overrides,
         "hit": round(mean([float(r["hit"]) for r in scored]), 4),
         "recall": round(mean([r["recall"] for r in scored]), 4),
+        "candidate_ceiling": round(candidate_ceiling(queries, method.answers, context["known"]), 4),
+        "candidate_ceiling_any": round(candidate_ceiling(queries, method.answers, context["known"], every=False), 4),
         "returned_per_query": round(mean([len(r["returned"]) for r in records]), 2),
+        "candidates_shown_per_query": round(mean([r["candidates_shown"] for r in records]), 1),
         "prompt_tokens_per_query": summary(prompt),
+        "uncached_prompt_tokens_per_query": summary(uncached),
         "completion_tokens_per_query": round(mean([r["completion_tokens"] for r in records]), 1),
         "calls_per_query": round(mean([r["calls"] for r in records]), 2),
         "rounds_per_query": summary([r["rounds"] for r in records]),
         "capped_answers_per_query": round(mean([r.get("capped", 0) for r in records]), 3),
-        "decisions": rule.decisions, "dropped": rule.dropped, "added": rule.added,
+        **({"decisions": rule.decisions, "dropped": rule.dropped, "added": rule.added} if error_rate is not None
+           else {}),
         "prompt_tokens_by_call_type": {label: round(stats.prompt_tokens / len(queries), 1)
-                                       for label, stats in sorted(engine.usage.by_label.items())},
+                                       for label, stats in sorted(by_label.items())},
+        "calls_by_call_type": {label: round(stats.calls / len(queries), 3)
+                               for label, stats in sorted(by_label.items())},
         "accounting_matches_engine": sum(prompt) == total.prompt_tokens
         and sum(r["calls"] for r in records) == total.calls,
         "overhead_ms_per_query": round((method.seconds - engine.generate_seconds) / len(queries) * 1000, 3),
@@ -195,6 +288,88 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def frontier_rows(results: list[dict[str, Any]], noisy_rate: float) -> list[dict[str, Any]]:
+    """One row per setting: its oracle tokens, ceiling and hit beside its hit and recall under noise."""
+    rows = []
+    for name in dict.fromkeys(r["variant"] for r in results):
+        oracle = next(r for r in results if r["variant"] == name and r["error_rate"] == 0.0)
+        noisy = next(r for r in results if r["variant"] == name and r["error_rate"] == noisy_rate)
+        reader = next((r for r in results if r["variant"] == name and r["policy"] == "reader"), None)
+        by_type = oracle["prompt_tokens_by_call_type"]
+        rows.append({"setting": name, "mode": oracle["mode"], "overrides": oracle["overrides"],
+                     "prompt_tokens": oracle["prompt_tokens_per_query"]["mean"],
+                     "uncached_prompt_tokens": oracle["uncached_prompt_tokens_per_query"]["mean"],
+                     "descend_tokens": by_type.get("descend", 0.0),
+                     "select_tokens": round(sum(v for k, v in by_type.items() if k != "descend"), 1),
+                     "calls": oracle["calls_per_query"], "rounds": oracle["rounds_per_query"]["mean"],
+                     "candidate_ceiling": oracle["candidate_ceiling"], "oracle_hit": oracle["hit"],
+                     "noisy_hit": noisy["hit"], "noisy_recall": noisy["recall"],
+                     "noisy_prompt_tokens": noisy["prompt_tokens_per_query"]["mean"],
+                     **({"reader_hit": reader["hit"], "reader_recall": reader["recall"],
+                         "reader_prompt_tokens": reader["prompt_tokens_per_query"]["mean"]} if reader else {})})
+    return rows
+
+
+def frontier_table(rows: list[dict[str, Any]], noisy_rate: float) -> str:
+    reader = all("reader_hit" in r for r in rows)
+    lines = ["| setting | prompt tok | uncached | descend · select | calls | ceiling % | oracle hit % |"
+             f" hit % at E = {noisy_rate:g} | recall % at E = {noisy_rate:g} |" + (" reader hit % |" if reader else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|" if reader else "")]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {r['prompt_tokens']:,.0f} | {r['uncached_prompt_tokens']:,.0f} |"
+                     f" {r['descend_tokens']:,.0f} · {r['select_tokens']:,.0f} | {r['calls']:.2f} |"
+                     f" {r['candidate_ceiling'] * 100:.1f} | {r['oracle_hit'] * 100:.1f} |"
+                     f" {r['noisy_hit'] * 100:.1f} | {r['noisy_recall'] * 100:.1f} |"
+                     + (f" {r['reader_hit'] * 100:.1f} |" if reader else ""))
+    return "\n".join(lines)
+
+
+def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, title: str) -> None:
+    """Prompt tokens against the oracle ceiling and the noisy hit, one point per get_all setting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r["mode"] == "get_all"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharex=True)
+    for ax, key, label in ((axes[0], "candidate_ceiling", "oracle candidate ceiling (%)"),
+                           (axes[1], "noisy_hit", f"hit at error rate {noisy_rate:g} (%)")):
+        ax.scatter([r["prompt_tokens"] for r in rows], [r[key] * 100 for r in rows])
+        for r in rows:
+            ax.annotate(r["setting"], (r["prompt_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        ax.set_xlabel("prompt tokens per query (oracle)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def make_reader() -> ReaderNavigator:
+    """The reader navigator with the built-in embedding model (the [retrieval] extra)."""
+    from a2x_local.llm.embedding import load_embedding_model, resolve_embedding_model
+
+    model = load_embedding_model(resolve_embedding_model("all-MiniLM-L6-v2"))
+    return ReaderNavigator(lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True,
+                                                      convert_to_numpy=True, show_progress_bar=False))
+
+
+def headline(results: list[dict[str, Any]], name: str, noisy_rate: float) -> dict[str, Any]:
+    """The numbers the issue asks for, of one setting: its oracle run, and its noisy hit when measured."""
+    oracle = next((r for r in results if r["variant"] == name and r["error_rate"] == 0.0), None)
+    if oracle is None:
+        return {}
+    noisy = next((r for r in results if r["variant"] == name and r["error_rate"] == noisy_rate), None)
+    return {"headline_variant": name, "prompt_tokens_per_query": oracle["prompt_tokens_per_query"],
+            "uncached_prompt_tokens_per_query": oracle["uncached_prompt_tokens_per_query"],
+            "candidate_ceiling": oracle["candidate_ceiling"], "oracle_hit": oracle["hit"],
+            **({f"hit_at_error_rate_{noisy_rate:g}": noisy["hit"]} if noisy else {})}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--services", type=Path, default=DATA / "services.json")
@@ -205,14 +380,32 @@ def main() -> None:
                         help="comma-separated error rates of the noisy policy (oracle: 0 only)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"any of {', '.join(VARIANTS)}")
+    parser.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a [search] setting for every variant (repeatable)")
+    parser.add_argument("--frontier", action="store_true", help="measure the token levers (FRONTIER) instead")
+    parser.add_argument("--frontier-error-rate", type=float, default=0.1)
+    parser.add_argument("--settings", default="", help="with --frontier: only these FRONTIER settings (comma list)")
+    parser.add_argument("--plot", type=Path, default=None, help="with --frontier: draw the frontier into this PNG")
+    parser.add_argument("--reader", action="store_true",
+                        help="with --frontier: also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
-    rates = [0.0] if args.policy == "oracle" else [float(e) for e in args.error_rate.split(",")]
-    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        parser.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+    options = parse_option_pairs(args.option)
+    if args.frontier:
+        picked = [s.strip() for s in args.settings.split(",") if s.strip()] or list(FRONTIER)
+        unknown = [s for s in picked if s not in FRONTIER]
+        if unknown:
+            parser.error(f"unknown settings {unknown}; choose from {list(FRONTIER)}")
+        rates = [0.0, args.frontier_error_rate, *([None] if args.reader else [])]
+        runs = [(name, FRONTIER[name][0], FRONTIER[name][1], False) for name in picked]
+    else:
+        rates = [0.0] if args.policy == "oracle" else [float(e) for e in args.error_rate.split(",")]
+        variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+        unknown = [v for v in variants if v not in VARIANTS]
+        if unknown:
+            parser.error(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+        runs = [(name, *VARIANTS[name]) for name in variants]
 
     queries = load_queries(args.queries)[: args.limit]
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,23 +413,29 @@ def main() -> None:
         services = load_registry(db, args.services)
         tree, tree_info = get_tree(db, services, args.tree)
         settings = load_settings(db=db)
+        configs = [llm_search_config(settings, **{**options, **overrides}) for _, _, overrides, _ in runs]
         retriever = None
-        if any(VARIANTS[v][2] for v in variants):
+        if any(rescue for *_, rescue in runs) or any(config.prerank_min for config in configs):
             retriever = CachedRetriever(make_method("hybrid", settings, db))
-        context = {"tree": tree, "services": services, "queries": queries, "settings": settings,
-                   "retriever": retriever, "registry": registry_info(db), "folder": Path(tmp)}
-        results = [run_variant(name, rate, args, context) for rate in rates for name in variants]
-        config = llm_search_config(settings)
+        context = {"tree": tree, "services": services, "queries": queries, "settings": settings, "options": options,
+                   "retriever": retriever, "registry": registry_info(db), "folder": Path(tmp), "runs": [],
+                   "known": {s.id for s in services}, "reader": make_reader() if None in rates else None}
+        results = [run_variant(name, rate, args, context, mode=mode, overrides=overrides, rescue=rescue)
+                   for rate in rates for name, mode, overrides, rescue in runs]
+        config = llm_search_config(settings, **options)
         full_tokens = FullCatalogue(services, ScriptedEngine(lambda r: ""), config).prompt_tokens(queries[0].query)
     depth = tree.stats().depth
+    noisy_rate = args.frontier_error_rate if args.frontier else 0.1
+    first = "defaults" if args.frontier and "defaults" in [r[0] for r in runs] else runs[0][0]
     result: dict[str, Any] = {
-        "simulation": SIMULATION, "policy": args.policy, "error_rates": rates, "seed": args.seed,
-        "queries": len(queries), "batch_size": args.batch_size,
+        **headline(results, first, noisy_rate),
+        "simulation": SIMULATION, "policy": "oracle+noisy" if args.frontier else args.policy, "error_rates": rates,
+        "seed": args.seed, "queries": len(queries), "batch_size": args.batch_size, "options": options,
         "tree": {**tree.stats().to_dict(), **tree_info},
         "full_catalogue_prompt_tokens": full_tokens, "results": results,
     }
     baseline = next((r for r in results if r["variant"] == "get_all" and r["error_rate"] == 0.0), None)
-    if args.policy == "oracle" and baseline is not None:
+    if args.policy == "oracle" and not args.frontier and baseline is not None:
         mean_prompt = baseline["prompt_tokens_per_query"]["mean"]
         result["targets"] = {
             "prompt_tokens_per_query_under": TARGET_PROMPT_TOKENS, "prompt_tokens_met": mean_prompt
@@ -245,8 +444,16 @@ def main() -> None:
             "overhead_ms_under": TARGET_OVERHEAD_MS,
             "overhead_met": baseline["overhead_ms_per_query"] < TARGET_OVERHEAD_MS,
         }
-    print(f"SIMULATION ({args.policy}, seed {args.seed}): {SIMULATION}\n")
-    print(table(results) + "\n")
+    print(f"SIMULATION ({result['policy']}, seed {args.seed}): {SIMULATION}\n")
+    if args.frontier:
+        rows = frontier_rows(results, noisy_rate)
+        result["frontier"] = rows
+        print(frontier_table(rows, noisy_rate) + "\n")
+        if args.plot is not None:
+            plot_frontier(rows, noisy_rate, args.plot, f"A2X search token frontier, {len(queries)} queries,"
+                          f" tree: {Path(tree_info['source']).name} (simulated navigator)")
+    else:
+        print(table(results) + "\n")
     print(json.dumps(result))
 
 
