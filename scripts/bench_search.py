@@ -80,39 +80,52 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "a2x+rescue": ("get_all", {}, True),
     "get_all_capped": ("get_all", {"max_children_selected": 5, "max_services_selected": 20}, False),
 }
-# The token levers, each off (as published) and on, then together: setting -> (mode, [search] overrides).
-# "published" turns every lever off whatever the defaults say; "defaults" is the [search] table as shipped.
-_OFF = {"service_lines": "full", "category_lines": "full", "boundary_min_overlap": 0.0, "direct_select_below": 0,
-        "prerank_min": 0, "prompt_layout": "query_last"}
-_COMPACT = {"service_lines": "compact", "category_lines": "compact"}
+# The token levers, each off (as published) and on, then together: setting -> (mode, [search] overrides). Every
+# row sets every lever, so rows do not depend on the shipped defaults; "defaults" rows are the [search] table as is.
+
+
+def lever(*, services: int | None = None, categories: int | None = None, boundaries: float = 0.0, direct: int = 0,
+          prerank: int = 0, rest: str = "names", layout: str = "query_last") -> dict[str, Any]:
+    """[search] overrides for one frontier row: compact lines cut at ``services`` / ``categories`` characters (None:
+    full lines; 0: the whole first sentence), ``prerank`` services described per group (0: off) with the rest held
+    for a ``round`` or by ``names``, direct selection below ``direct`` services (0: off), boundaries above an
+    overlap of ``boundaries``."""
+    return {"service_lines": "full" if services is None else "compact", "compact_service_chars": services or 0,
+            "category_lines": "full" if categories is None else "compact", "compact_category_chars": categories or 0,
+            "boundary_min_overlap": boundaries, "direct_select_below": direct, "prerank_min": prerank,
+            "prerank_share": 0.0, "prerank_rest": rest, "prompt_layout": layout}
+
+
 FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
-    "published": ("get_all", _OFF),
-    "query first (layout off)": ("get_all", {**_OFF, "prompt_layout": "query_first"}),
-    "compact services": ("get_all", {**_OFF, "service_lines": "compact"}),
-    "compact categories": ("get_all", {**_OFF, "category_lines": "compact"}),
-    "direct below 60": ("get_all", {**_OFF, "direct_select_below": 60}),
-    "prerank 10 round": ("get_all", {**_OFF, "prerank_min": 10, "prerank_share": 0.0,
-                                                "prerank_rest": "round"}),
-    "prerank 20 round": ("get_all", {**_OFF, "prerank_min": 20, "prerank_share": 0.0,
-                                                "prerank_rest": "round"}),
-    "prerank 10 names": ("get_all", {**_OFF, "prerank_min": 10, "prerank_share": 0.0,
-                                             "prerank_rest": "names"}),
-    "prerank 5 names": ("get_all", {**_OFF, "prerank_min": 5, "prerank_share": 0.0,
-                                            "prerank_rest": "names"}),
-    "compact": ("get_all", {**_OFF, **_COMPACT}),
-    "compact + prerank 10 round": ("get_all", {**_OFF, **_COMPACT, "prerank_min": 10, "prerank_share": 0.0,
-                                               "prerank_rest": "round"}),
-    "compact + prerank 10 names": ("get_all", {**_OFF, **_COMPACT, "prerank_min": 10, "prerank_share": 0.0,
-                                               "prerank_rest": "names"}),
-    "compact + prerank 5 names": ("get_all", {**_OFF, **_COMPACT, "prerank_min": 5, "prerank_share": 0.0,
-                                              "prerank_rest": "names"}),
-    "compact + direct 60 + prerank 10 names": ("get_all", {**_OFF, **_COMPACT, "direct_select_below": 60,
-                                                           "prerank_min": 10, "prerank_share": 0.0,
-                                                           "prerank_rest": "names"}),
+    "published (levers off)": ("get_all", lever()),
+    "query first": ("get_all", lever(layout="query_first")),
+    "compact services 80": ("get_all", lever(services=80)),
+    "compact services 60": ("get_all", lever(services=60)),
+    "compact categories, first sentence": ("get_all", lever(categories=0)),
+    "compact categories 80": ("get_all", lever(categories=80)),
+    "compact categories 60": ("get_all", lever(categories=60)),
+    "compact categories 45": ("get_all", lever(categories=45)),
+    "compact categories 40": ("get_all", lever(categories=40)),
+    "direct selection up to 60": ("get_all", lever(direct=60)),
+    "pre-rank 10, rest in a round": ("get_all", lever(prerank=10, rest="round")),
+    "pre-rank 20, rest in a round": ("get_all", lever(prerank=20, rest="round")),
+    "pre-rank 30, rest in a round": ("get_all", lever(prerank=30, rest="round")),
+    "pre-rank 10, rest by name": ("get_all", lever(prerank=10)),
+    "pre-rank 5, rest by name": ("get_all", lever(prerank=5)),
+    "compact services 80 + pre-rank 5 by name": ("get_all", lever(services=80, prerank=5)),
+    "compact first sentence/80 + pre-rank 5 by name": ("get_all", lever(categories=0, services=80, prerank=5)),
+    "compact 60/80 + pre-rank 5 by name": ("get_all", lever(categories=60, services=80, prerank=5)),
+    "compact 45/60 + pre-rank 5 by name": ("get_all", lever(categories=45, services=60, prerank=5)),
+    "compact 40/60 + pre-rank 5 by name": ("get_all", lever(categories=40, services=60, prerank=5)),
+    "compact 45/60 + pre-rank 10 in a round": ("get_all", lever(categories=45, services=60, prerank=10,
+                                                                 rest="round")),
+    "compact 45/60 + direct 60 + pre-rank 5 by name": ("get_all", lever(categories=45, services=60, direct=60,
+                                                                         prerank=5)),
     "defaults": ("get_all", {}),
-    "get_one published": ("get_one", _OFF),
-    "get_one boundaries 0.3": ("get_one", {**_OFF, "boundary_min_overlap": 0.3}),
-    "get_one compact categories": ("get_one", {**_OFF, "category_lines": "compact"}),
+    "get_one published": ("get_one", lever()),
+    "get_one boundaries at overlap 0.3": ("get_one", lever(boundaries=0.3)),
+    "get_one compact 45/60 + boundaries 0.3 + pre-rank 5 by name": ("get_one", lever(
+        categories=45, services=60, boundaries=0.3, prerank=5)),
     "get_one defaults": ("get_one", {}),
 }
 
@@ -306,6 +319,7 @@ def frontier_rows(results: list[dict[str, Any]], noisy_rate: float) -> list[dict
                      "noisy_hit": noisy["hit"], "noisy_recall": noisy["recall"],
                      "noisy_prompt_tokens": noisy["prompt_tokens_per_query"]["mean"],
                      **({"reader_hit": reader["hit"], "reader_recall": reader["recall"],
+                         "reader_reach": reader["candidate_ceiling_any"],
                          "reader_prompt_tokens": reader["prompt_tokens_per_query"]["mean"]} if reader else {})})
     return rows
 
@@ -313,14 +327,15 @@ def frontier_rows(results: list[dict[str, Any]], noisy_rate: float) -> list[dict
 def frontier_table(rows: list[dict[str, Any]], noisy_rate: float) -> str:
     reader = all("reader_hit" in r for r in rows)
     lines = ["| setting | prompt tok | uncached | descend · select | calls | ceiling % | oracle hit % |"
-             f" hit % at E = {noisy_rate:g} | recall % at E = {noisy_rate:g} |" + (" reader hit % |" if reader else ""),
-             "|---|---|---|---|---|---|---|---|---|" + ("---|" if reader else "")]
+             f" hit % at E = {noisy_rate:g} | recall % at E = {noisy_rate:g} |"
+             + (" reader reach % | reader hit % |" if reader else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if reader else "")]
     for r in rows:
         lines.append(f"| {r['setting']} | {r['prompt_tokens']:,.0f} | {r['uncached_prompt_tokens']:,.0f} |"
                      f" {r['descend_tokens']:,.0f} · {r['select_tokens']:,.0f} | {r['calls']:.2f} |"
                      f" {r['candidate_ceiling'] * 100:.1f} | {r['oracle_hit'] * 100:.1f} |"
                      f" {r['noisy_hit'] * 100:.1f} | {r['noisy_recall'] * 100:.1f} |"
-                     + (f" {r['reader_hit'] * 100:.1f} |" if reader else ""))
+                     + (f" {r['reader_reach'] * 100:.1f} | {r['reader_hit'] * 100:.1f} |" if reader else ""))
     return "\n".join(lines)
 
 
@@ -384,7 +399,7 @@ def main() -> None:
                         help="a [search] setting for every variant (repeatable)")
     parser.add_argument("--frontier", action="store_true", help="measure the token levers (FRONTIER) instead")
     parser.add_argument("--frontier-error-rate", type=float, default=0.1)
-    parser.add_argument("--settings", default="", help="with --frontier: only these FRONTIER settings (comma list)")
+    parser.add_argument("--settings", default="", help="with --frontier: only these FRONTIER settings (';' list)")
     parser.add_argument("--plot", type=Path, default=None, help="with --frontier: draw the frontier into this PNG")
     parser.add_argument("--reader", action="store_true",
                         help="with --frontier: also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
@@ -393,7 +408,7 @@ def main() -> None:
     args = parser.parse_args()
     options = parse_option_pairs(args.option)
     if args.frontier:
-        picked = [s.strip() for s in args.settings.split(",") if s.strip()] or list(FRONTIER)
+        picked = [s.strip() for s in args.settings.split(";") if s.strip()] or list(FRONTIER)
         unknown = [s for s in picked if s not in FRONTIER]
         if unknown:
             parser.error(f"unknown settings {unknown}; choose from {list(FRONTIER)}")

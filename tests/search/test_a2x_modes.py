@@ -86,7 +86,8 @@ def test_category_lines_show_descriptions_as_built_and_any_boundary_wording():
                                 services=["w1"])}
     tree = Tree(nodes=nodes, registry_fingerprint="fp")
     oracle = Oracle(tree, {"q": {"f1"}})
-    method = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), LlmSearchConfig.defaults())
+    config = LlmSearchConfig.defaults(category_lines="full", boundary_min_overlap=0.0)
+    method = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), config)
     method.search("q", mode="get_one")
     listing = oracle.seen[0].messages[1]["content"]
     assert text[:199].strip() in listing and "…" not in listing

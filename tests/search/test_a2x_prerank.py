@@ -105,11 +105,12 @@ def test_get_one_takes_the_rest_then_falls_back_as_before():
     tree = _ten_leaf_tree()
     services = services_for([f"s{k}" for k in range(10)] + ["o1"])
     order = {"fly": ["s9", "s8"]}
-    found = A2XSearch(tree, services, ScriptedEngine(Oracle(tree, {"fly": {"s3"}})), _config(prerank_min=2),
+    config = _config(prerank_min=2, prerank_rest="round")
+    found = A2XSearch(tree, services, ScriptedEngine(Oracle(tree, {"fly": {"s3"}})), config,
                       ranker=RankedRetriever(order)).search("fly", mode="get_one")
     assert found.ids == ["s3"] and [g["call"] for g in found.trace["selection"]] == ["select", "select_rest"]
     oracle = Oracle(tree, {"fly": {"s3"}}, one_none=True)
-    fallback = A2XSearch(tree, services, ScriptedEngine(oracle), _config(prerank_min=2),
+    fallback = A2XSearch(tree, services, ScriptedEngine(oracle), config,
                          ranker=RankedRetriever(order)).search("fly", mode="get_one")
     calls = [(g["call"], g["mode"], len(g["services"])) for g in fallback.trace["selection"]]
     # Nothing picked from the shown two nor from the rest: get_important over everything offered, one round later.
@@ -134,7 +135,8 @@ def test_rescue_and_pre_ranking_share_one_retrieval():
     tree = _ten_leaf_tree()
     retriever = RankedRetriever({"q": ["o1", "s5", "s4"]})
     method = A2XSearch(tree, services_for([f"s{k}" for k in range(10)] + ["o1"]),
-                       ScriptedEngine(Oracle(tree, {"q": {"s4"}})), _config(prerank_min=2, rescue_top_k=1),
+                       ScriptedEngine(Oracle(tree, {"q": {"s4"}})),
+                       _config(prerank_min=2, prerank_rest="round", rescue_top_k=1),
                        rescue=retriever, ranker=retriever)
     answer = method.search("q")
     assert retriever.calls == [(1, LlmSearchConfig.defaults().prerank_depth)]

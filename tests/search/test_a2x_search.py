@@ -147,14 +147,15 @@ def test_a_prompt_token_budget_halves_groups_until_they_fit():
 
 
 def test_get_one_descends_into_one_category_per_level_and_answers_once():
-    method, engine, oracle = _method()
+    method, engine, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, boundary_min_overlap=0.0))
     answer = method.search("book a flight and check the rain", mode="get_one")
     descents = [r for r in oracle.seen if r.context["call"] == "descend"]
     assert all(r.context["max_items"] == 1 for r in descents)
     assert all(len(d["selected"]) == 1 for d in answer.trace["decisions"])
     assert "select_final" not in engine.usage.by_label and len(answer.trace["selection"]) == 1
     assert answer.ids == ["f2"] and answer.rounds == 3
-    # The descent prompt asks for ONE sub-category by what the service does, with the boundaries shown.
+    # The descent prompt asks for ONE sub-category by what the service does, with the boundaries shown (every
+    # one at overlap 0; by default only between siblings that share services).
     system, user = descents[0].messages[0]["content"], descents[0].messages[1]["content"]
     assert "ONE sub-category" in system and "not the topic" in system
     assert "(NOT here: anything but travel)" in user
