@@ -340,27 +340,36 @@ def frontier_table(rows: list[dict[str, Any]], noisy_rate: float) -> str:
 
 
 def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, title: str) -> None:
-    """Prompt tokens against the oracle ceiling and the noisy hit, one point per get_all setting."""
+    """Prompt tokens against the oracle's candidate ceiling, the noisy hit and (when run) the reader's hit, one
+    numbered point per get_all setting (the numbers are listed beside the panels)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in rows if r["mode"] == "get_all"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharex=True)
-    for ax, key, label in ((axes[0], "candidate_ceiling", "oracle candidate ceiling (%)"),
-                           (axes[1], "noisy_hit", f"hit at error rate {noisy_rate:g} (%)")):
-        ax.scatter([r["prompt_tokens"] for r in rows], [r[key] * 100 for r in rows])
-        for r in rows:
-            ax.annotate(r["setting"], (r["prompt_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
+    rows = [r for r in rows if r["mode"] == "get_all" and r["overrides"].get("prompt_layout") != "query_first"]
+    panels = [("candidate_ceiling", "oracle candidate ceiling (%)"),
+              ("noisy_hit", f"hit with the noisy navigator, E = {noisy_rate:g} (%)")]
+    if all("reader_hit" in r for r in rows):
+        panels.append(("reader_hit", "hit with the reader navigator (%)"))
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5 * len(panels) + 4.5, 4.8),
+                             gridspec_kw={"width_ratios": [1] * len(panels) + [0.9]})
+    for ax, (key, label) in zip(axes, panels, strict=False):
+        for number, r in enumerate(rows, start=1):
+            ax.scatter(r["prompt_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "defaults" else
+                       "tab:blue", s=24)
+            ax.annotate(str(number), (r["prompt_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
-        ax.set_xlabel("prompt tokens per query (oracle)")
+        ax.set_xlabel("prompt tokens per query")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
+    axes[-1].axis("off")
+    axes[-1].text(0, 1, "\n".join(f"{n}. {r['setting']}" for n, r in enumerate(rows, start=1)), va="top",
+                  fontsize=7, family="monospace", transform=axes[-1].transAxes)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
