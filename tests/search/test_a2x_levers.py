@@ -138,6 +138,17 @@ def test_a_leaf_is_never_selected_directly_and_placement_descends_every_level(db
     assert walks[0].direct == [] and [d.node for d in walks[0].decisions] == ["root", "root/1"]
 
 
+def test_placement_reads_the_categories_as_built(db_path):
+    shape = {"root": ("All", []), "root/1": ("Weather", ["w1"]), "root/2": ("Maps", ["m1"])}
+    tree = make_tree(shape)
+    for node in tree.walk():
+        node.description = f"Services for {node.name.lower()} data of every kind. Updated hourly, worldwide."
+    seen = []
+    descend_tree(load_settings(db=db_path), tree, ScriptedEngine(lambda r: seen.append(r) or "1"), ["a new tool"])
+    assert "1. Weather: Services for weather data of every kind. Updated hourly, worldwide." in seen[0].messages[1][
+        "content"]
+
+
 @pytest.mark.parametrize("call", ["descend", "select"])
 def test_the_query_comes_last_so_requests_at_one_node_share_their_prefix(call):
     tree = sample_tree()

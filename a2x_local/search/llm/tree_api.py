@@ -24,10 +24,12 @@ def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequen
                  **overrides: Any) -> list[Walk]:
     """Walk every query down ``tree`` together (one engine round per level); `[search]` keys in ``overrides``.
 
-    Each walk lists the nodes visited and the decision taken at each (children selected, or a fallback). Every
-    reached category is decided on (no direct selection below a size): placement files a service by these decisions.
+    Each walk lists the nodes visited and the decision taken at each (children selected, or a fallback).
+    Placement files a service by these decisions, so every reached category is decided on (no direct selection
+    below a size) and categories are shown as built (full lines, unless ``overrides`` say otherwise): the compact
+    lines save tokens on every query, while a placement is made once per service and decides where it is found.
     """
-    config = llm_search_config(settings, **{**overrides, "direct_select_below": 0})
+    config = llm_search_config(settings, **{"category_lines": "full", **overrides, "direct_select_below": 0})
     chosen = check_mode(mode, config.default_mode)
     runner = RoundRunner(engine, len(queries))
     return Descender(tree, engine, config).descend([(query, chosen) for query in queries], runner)
