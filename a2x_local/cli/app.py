@@ -52,6 +52,8 @@ def _register() -> None:
     from a2x_local.cli import models_cmds  # noqa: F401  (registers models list|check)
     # isort: split
     from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)
+    # isort: split
+    from a2x_local.cli import serve_cmds  # noqa: F401  (registers serve)
 
 
 _register()

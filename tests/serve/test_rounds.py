@@ -1,0 +1,90 @@
+"""Shared engine rounds: concurrent generate() calls become one engine call; a failure stays with its caller."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import pytest
+
+from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.llm.types import ChoiceConstraint, RawOutput, Request
+from a2x_local.serve.rounds import SharedRounds
+
+
+def _requests(tag: str, n: int) -> list[Request]:
+    return [Request(messages=[{"role": "user", "content": f"{tag}-{i}"}], constraint=ChoiceConstraint(("a", "b")),
+                    label="test", context={"tag": tag}) for i in range(n)]
+
+
+def _in_threads(engine: SharedRounds, calls: dict[str, list[Request]]) -> dict[str, object]:
+    """Run each call on its own thread at (nearly) the same time; what each got back or raised."""
+    outcomes: dict[str, object] = {}
+    start = threading.Barrier(len(calls))
+
+    def call(tag: str) -> None:
+        start.wait()
+        try:
+            outcomes[tag] = engine.generate(calls[tag])
+        except Exception as exc:
+            outcomes[tag] = exc
+
+    threads = [threading.Thread(target=call, args=(tag,)) for tag in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return outcomes
+
+
+def test_concurrent_calls_share_one_engine_round_and_get_their_own_answers():
+    inner = ScriptedEngine(lambda request: "a" if request.context["tag"] == "x" else "b")
+    rounds: list[int] = []
+    engine = SharedRounds(inner, window_s=0.5, max_prompts=100, on_round=rounds.append)
+    try:
+        outcomes = _in_threads(engine, {"x": _requests("x", 3), "y": _requests("y", 2), "z": _requests("z", 4)})
+    finally:
+        engine.close()
+    assert inner.batches == [9] and rounds == [9]
+    assert [r.value for r in outcomes["x"]] == ["a"] * 3
+    assert [r.value for r in outcomes["y"]] == ["b"] * 2 and len(outcomes["z"]) == 4
+    assert engine.usage is inner.usage and inner.usage.by_label["test"].calls == 9
+
+
+def test_a_round_never_passes_its_prompt_limit_nor_splits_a_call():
+    inner = ScriptedEngine(lambda request: "a")
+    engine = SharedRounds(inner, window_s=0.3, max_prompts=5)
+    try:
+        outcomes = _in_threads(engine, {"x": _requests("x", 3), "y": _requests("y", 3), "z": _requests("z", 2)})
+    finally:
+        engine.close()
+    assert sorted(inner.batches) == [3, 5] and all(len(outcomes[t]) == n for t, n in (("x", 3), ("y", 3), ("z", 2)))
+
+
+class FailsOn(ScriptedEngine):
+    """Raises for any batch that holds a request tagged ``bad`` (as a backend that rejects a whole batch would)."""
+
+    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
+        if any(request.context["tag"] == "bad" for request in requests):
+            raise RuntimeError("backend rejected the batch")
+        return super()._generate(requests)
+
+
+def test_a_failing_call_fails_alone_when_its_round_was_shared():
+    inner = FailsOn(lambda request: "a")
+    engine = SharedRounds(inner, window_s=0.5, max_prompts=100)
+    try:
+        outcomes = _in_threads(engine, {"good": _requests("good", 2), "bad": _requests("bad", 1),
+                                        "fine": _requests("fine", 3)})
+    finally:
+        engine.close()
+    assert isinstance(outcomes["bad"], RuntimeError)
+    assert [r.value for r in outcomes["good"]] == ["a", "a"] and len(outcomes["fine"]) == 3
+
+
+def test_closing_answers_waiting_callers_and_refuses_new_ones():
+    engine = SharedRounds(ScriptedEngine(lambda request: "a"), window_s=0.0, max_prompts=10)
+    assert [r.value for r in engine.generate(_requests("x", 1))] == ["a"]
+    engine.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        engine.generate(_requests("x", 1))
