@@ -110,6 +110,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "method_spec",
         "parse_option_pairs",
     ],
+    "serve": [
+        "ServeOptions",
+        "serve_http",
+        "serve_stdio",
+    ],
     "taxonomy": [
         "Tree",
         "TreeNode",
@@ -138,7 +143,8 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
                "-v": "--verbose"}
 
 # Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
-ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "models check": {"model"}}
+ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "models check": {"model"},
+                                          "serve": set()}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.

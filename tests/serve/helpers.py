@@ -93,9 +93,10 @@ def server_env(home: Path) -> dict[str, str]:
 def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 120) -> Iterator[str]:
     """`a2x-local serve` in its own process on a free loopback port; yields its base URL, stops it after."""
     port = free_port()
+    env = server_env(home)
     log = (home / f"server-{port}.log").open("w+", encoding="utf-8")
     process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
-                               env=server_env(home), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                               env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_s
