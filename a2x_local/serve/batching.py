@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest
@@ -34,14 +35,22 @@ class _Queue:
 
     method: SearchMethod
     slots: asyncio.Semaphore
+    scope: Callable[[], AbstractContextManager[object]] | None = None
     pending: list[_Waiting] = field(default_factory=list)
     full: asyncio.Event = field(default_factory=asyncio.Event)
     running: int = 0
     flusher: asyncio.Task[None] | None = None
 
 
-def run_isolated(method: SearchMethod, requests: Sequence[SearchRequest]) -> list[Outcome]:
-    """The batch's answers; when the batch raises, each request alone, so the error stays with its request."""
+def run_isolated(method: SearchMethod, requests: Sequence[SearchRequest],
+                 scope: Callable[[], AbstractContextManager[object]] | None = None) -> list[Outcome]:
+    """The batch's answers; when the batch raises, each request alone, so the error stays with its request.
+    ``scope`` wraps the work (the engine's ``participant``, so shared rounds know who may still join)."""
+    with scope() if scope is not None else contextlib.nullcontext():
+        return _answers(method, requests)
+
+
+def _answers(method: SearchMethod, requests: Sequence[SearchRequest]) -> list[Outcome]:
     try:
         return list(method.search_batch(list(requests)))
     except Exception as exc:
@@ -57,7 +66,10 @@ def run_isolated(method: SearchMethod, requests: Sequence[SearchRequest]) -> lis
 
 
 class SearchBatcher:
-    """Coalesces concurrent searches per method object; ``on_batch(method_name, size)`` sees every batch."""
+    """Coalesces concurrent searches per method object; ``on_batch(method_name, size)`` sees every batch.
+
+    ``concurrency``: batches of one method that may run at once (a search may ask for another number).
+    """
 
     def __init__(self, *, window_s: float, max_batch: int, concurrency: int,
                  on_batch: Callable[[str, int], None] | None = None) -> None:
@@ -67,14 +79,18 @@ class SearchBatcher:
         self.on_batch = on_batch
         self._queues: dict[int, _Queue] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._executor = ThreadPoolExecutor(max_workers=max(4, concurrency * 4), thread_name_prefix="a2x-search")
+        self._executor = ThreadPoolExecutor(max_workers=concurrency * 2 + 4, thread_name_prefix="a2x-search")
 
-    async def search(self, method: SearchMethod, request: SearchRequest, timeout_s: float) -> SearchAnswer:
-        """The answer to one request (raises the request's own error, or TimedOut after ``timeout_s``)."""
+    async def search(self, method: SearchMethod, request: SearchRequest, timeout_s: float,
+                     concurrency: int | None = None,
+                     scope: Callable[[], AbstractContextManager[object]] | None = None) -> SearchAnswer:
+        """The answer to one request (raises the request's own error, or TimedOut after ``timeout_s``).
+        ``concurrency`` and ``scope`` apply to the method's batches (given by its first request)."""
         loop = asyncio.get_running_loop()
         queue = self._queues.get(id(method))
         if queue is None:
-            queue = self._queues[id(method)] = _Queue(method, asyncio.Semaphore(self.concurrency))
+            slots = asyncio.Semaphore(concurrency or self.concurrency)
+            queue = self._queues[id(method)] = _Queue(method, slots, scope)
         waiting = _Waiting(request, loop.create_future())
         queue.pending.append(waiting)
         if len(queue.pending) >= self.max_batch:
@@ -128,7 +144,7 @@ class SearchBatcher:
             loop = asyncio.get_running_loop()
             try:
                 outcomes = await loop.run_in_executor(self._executor, run_isolated, queue.method,
-                                                      [waiting.request for waiting in batch])
+                                                      [waiting.request for waiting in batch], queue.scope)
             except Exception as exc:  # the executor itself failed: every request of the batch hears why
                 outcomes = [exc] * len(batch)
             for waiting, outcome in zip(batch, outcomes, strict=True):

@@ -87,7 +87,10 @@ class Discovery:
             method = await self._blocking(lambda: self.state.method(name, snapshot))
         request = SearchRequest(query.query.strip(), k=query.k, mode=mode)
         try:
-            answer = await self.batcher.search(method, request, self.config.request_timeout_s)
+            llm = self.state.needs_model(name)
+            concurrency = self.config.llm_batch_concurrency if llm else self.config.retrieval_batch_concurrency
+            scope = getattr(self.state.engine, "participant", None) if llm else None
+            answer = await self.batcher.search(method, request, self.config.request_timeout_s, concurrency, scope)
         except TimedOut:
             self.metrics.searches.labels(name, "timeout").inc()
             raise

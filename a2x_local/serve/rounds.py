@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,10 @@ class SharedRounds(Engine):
 
     ``on_round(prompts)`` is told the size of every merged call (the server's batch-size metric). ``usage`` is the
     inner engine's, so tokens are counted once.
+
+    Searches that run on the engine say so with ``participant()``. A round then closes as soon as every participant
+    is waiting for it (nobody else could join: a lone search never waits for the window), and otherwise when the
+    window since its first call ends or the round is full.
     """
 
     name = "shared-rounds"
@@ -54,6 +59,7 @@ class SharedRounds(Engine):
         self._pending: list[_Call] = []
         self._wake = threading.Condition()
         self._closed = False
+        self._participants = 0
         self._tokenizer_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="a2x-engine-rounds", daemon=True)
         self._thread.start()
@@ -89,6 +95,21 @@ class SharedRounds(Engine):
         assert call.results is not None
         return call.results
 
+    @contextmanager
+    def participant(self) -> Iterator[None]:
+        """Mark the calling thread as a search that will call ``generate`` (one call at a time) until the block ends."""
+        with self._wake:
+            self._participants += 1
+        try:
+            yield
+        finally:
+            with self._wake:
+                self._participants -= 1
+                self._wake.notify()
+
+    def _everyone_waits(self) -> bool:
+        return 0 < self._participants <= len(self._pending)
+
     def _take(self) -> list[_Call] | None:
         """The calls of the next round: wait for a first call, then for more until the window closes or the round
         is full; a call is never split between rounds."""
@@ -98,7 +119,7 @@ class SharedRounds(Engine):
             if self._closed:
                 return None
             deadline = self._pending[0].arrived + self.window_s
-            while sum(len(c.requests) for c in self._pending) < self.max_prompts:
+            while sum(len(c.requests) for c in self._pending) < self.max_prompts and not self._everyone_waits():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

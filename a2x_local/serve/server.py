@@ -79,7 +79,7 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
         state.close()
         raise
     batcher = SearchBatcher(window_s=config.batch_window_ms / 1000, max_batch=config.max_batch,
-                            concurrency=config.batch_concurrency,
+                            concurrency=config.llm_batch_concurrency,
                             on_batch=lambda method, size: metrics.search_batch.labels(method).observe(size))
     discovery = holder["discovery"] = Discovery(state, batcher, metrics)
     return Server(config, state, discovery, build_mcp(discovery))
@@ -144,3 +144,4 @@ def _log_to_stderr() -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
+        log.propagate = False  # the MCP SDK puts a handler on the root logger too: say each thing once

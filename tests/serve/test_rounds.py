@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -88,3 +89,33 @@ def test_closing_answers_waiting_callers_and_refuses_new_ones():
     engine.close()
     with pytest.raises(RuntimeError, match="closed"):
         engine.generate(_requests("x", 1))
+
+
+def test_a_round_starts_as_soon_as_every_participant_waits():
+    inner = ScriptedEngine(lambda request: "a")
+    engine = SharedRounds(inner, window_s=5.0, max_prompts=100)  # a window no test would sit out
+    outcomes: dict[str, float] = {}
+    registered = threading.Barrier(2)
+
+    def search(tag: str, calls: int) -> None:
+        with engine.participant():
+            if tag != "lone":
+                registered.wait()  # both searches are running before either asks the engine
+            started = time.monotonic()
+            for _ in range(calls):
+                engine.generate(_requests(tag, 2))
+            outcomes[tag] = time.monotonic() - started
+
+    try:
+        lone = threading.Thread(target=search, args=("lone", 2))
+        lone.start()
+        lone.join(timeout=30)
+        pair = [threading.Thread(target=search, args=(tag, 3)) for tag in ("x", "y")]
+        for thread in pair:
+            thread.start()
+        for thread in pair:
+            thread.join(timeout=30)
+    finally:
+        engine.close()
+    assert outcomes["lone"] < 2.0 and outcomes["x"] < 2.0 and outcomes["y"] < 2.0
+    assert inner.batches[:2] == [2, 2] and inner.batches[2:] == [4, 4, 4]
