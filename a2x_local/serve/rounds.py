@@ -60,6 +60,7 @@ class SharedRounds(Engine):
         self._wake = threading.Condition()
         self._closed = False
         self._participants = 0
+        self._round_ended = 0.0
         self._tokenizer_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="a2x-engine-rounds", daemon=True)
         self._thread.start()
@@ -111,14 +112,19 @@ class SharedRounds(Engine):
         return 0 < self._participants <= len(self._pending)
 
     def _take(self) -> list[_Call] | None:
-        """The calls of the next round: wait for a first call, then for more until the window closes or the round
-        is full; a call is never split between rounds."""
+        """The calls of the next round: wait for a first call, then for more until the window closes, the round is
+        full or every participant waits; a call is never split between rounds.
+
+        The window opens at the first call or at the end of the previous round, whichever is later: the searches of
+        the round that just ended need a moment to come back with their next call, and a round that started without
+        them would split the searches in flight into two groups taking turns, each round half full.
+        """
         with self._wake:
             while not self._pending and not self._closed:
                 self._wake.wait()
             if self._closed:
                 return None
-            deadline = self._pending[0].arrived + self.window_s
+            deadline = max(self._pending[0].arrived, self._round_ended) + self.window_s
             while sum(len(c.requests) for c in self._pending) < self.max_prompts and not self._everyone_waits():
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -134,6 +140,7 @@ class SharedRounds(Engine):
     def _loop(self) -> None:
         while (calls := self._take()) is not None:
             self._run(calls)
+            self._round_ended = time.monotonic()
 
     def _run(self, calls: list[_Call]) -> None:
         merged = [request for call in calls for request in call.requests]
