@@ -119,3 +119,39 @@ def test_a_round_starts_as_soon_as_every_participant_waits():
         engine.close()
     assert outcomes["lone"] < 2.0 and outcomes["x"] < 2.0 and outcomes["y"] < 2.0
     assert inner.batches[:2] == [2, 2] and inner.batches[2:] == [4, 4, 4]
+
+
+class Slow(ScriptedEngine):
+    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
+        time.sleep(0.2)
+        return super()._generate(requests)
+
+
+def test_searches_coming_back_from_a_round_join_the_next_one():
+    """A call made while a round runs waits for the searches of that round, rather than going alone and leaving
+    them the round after (two groups taking turns, each round half full)."""
+    inner = Slow(lambda request: "a")
+    engine = SharedRounds(inner, window_s=0.1, max_prompts=100)
+    both = threading.Barrier(2)
+
+    def x() -> None:
+        with engine.participant():
+            both.wait()
+            engine.generate(_requests("x", 1))   # round 1 (y is busy elsewhere until the window ends)
+            engine.generate(_requests("x", 1))   # back at once: joins y's call in round 2
+
+    def y() -> None:
+        with engine.participant():
+            both.wait()
+            time.sleep(0.2)                       # arrives while round 1 runs
+            engine.generate(_requests("y", 1))
+
+    threads = [threading.Thread(target=x), threading.Thread(target=y)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    finally:
+        engine.close()
+    assert inner.batches == [1, 2]
