@@ -11,7 +11,7 @@ search is realistic in size, not in what it finds.
 Target: a2x requests/s at 32 clients at least 3x that at 1 client, with 0 errors.
 
 Usage: .venv/bin/python scripts/bench_serve.py [--services 1839] [--clients 1,8,32] [--methods hybrid,a2x]
-       [--llm-requests-per-client 6] [--retrieval-requests-per-client 20]
+       [--llm-requests-per-client 10] [--retrieval-requests-per-client 20]
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=1839, help="ToolRet services in the registry")
     parser.add_argument("--clients", default="1,8,32")
     parser.add_argument("--methods", default="hybrid,a2x")
-    parser.add_argument("--llm-requests-per-client", type=int, default=6)
+    parser.add_argument("--llm-requests-per-client", type=int, default=10)
     parser.add_argument("--retrieval-requests-per-client", type=int, default=20)
     parser.add_argument("--keep", type=Path, default=None, help="keep the server log here")
     parser.add_argument("--serve-option", action="append", default=[], metavar="KEY=TOML",
