@@ -29,6 +29,7 @@ from a2x_local.serve.views import (
     node_view,
     search_result,
 )
+from a2x_local.taxonomy import Tree
 
 if TYPE_CHECKING:
     from a2x_local.serve.metrics import Metrics
@@ -147,7 +148,7 @@ class Discovery:
 
     # --- the tree and the services --------------------------------------------------------------------------------
 
-    def _tree(self, snapshot: Snapshot) -> Any:
+    def _tree(self, snapshot: Snapshot) -> Tree:
         if snapshot.tree is None:
             raise NotFound("this registry has no active tree", code="NoTree",
                            hint="build one (a2x-local build --model ALIAS) or import one (a2x-local tree import FILE)")
