@@ -26,6 +26,10 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "safetensors": ("safetensors", "transformers"),
     "vllm": ("vllm", "vllm"),
     "openai": ("openai", "openai"),
+    "fastapi": ("fastapi", "serve"),
+    "uvicorn": ("uvicorn", "serve"),
+    "mcp": ("mcp", "serve"),
+    "prometheus_client": ("prometheus-client", "serve"),
 }
 
 

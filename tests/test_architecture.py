@@ -134,6 +134,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "parse_option_pairs",
         "tree_search",
     ],
+    "serve": [
+        "ServeOptions",
+        "serve_http",
+        "serve_stdio",
+    ],
     "taxonomy": [
         "BuildLock",
         "Tree",
@@ -168,7 +173,8 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
 
 # Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
-                                          "models check": {"model"}, "tree update": set(), "nightly": set()}
+                                          "models check": {"model"}, "tree update": set(), "nightly": set(),
+                                          "serve": set()}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
