@@ -20,7 +20,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from a2x_local import __version__
+from a2x_local.compose import Plan
 from a2x_local.errors import A2XError
+from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.errors import status_of
 from a2x_local.serve.guard import Guard
@@ -97,10 +99,11 @@ class Timing:
 
 
 def create_app(discovery: Discovery, *, token: str | None = None, loopback_only: bool = True,
-               mcp: Any = None) -> Any:
+               mcp: Any = None, planning: Planning | None = None) -> Any:
     """The ASGI application: FastAPI wrapped in the guard and the timing middleware.
 
     ``mcp``: an `MCPServer` to serve at /mcp over streamable HTTP (stateless, JSON answers), or None.
+    ``planning``: the compose stage's plans at /v1/compose (built here when not given).
     """
     session_manager = None
     mcp_routes: list[Any] = []
@@ -129,14 +132,14 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
                   description="Service discovery for agents: search the registry, browse its category tree, read "
                               "a service. Read-only. MCP (streamable HTTP) at /mcp.")
     _install_error_handlers(app)
-    _add_routes(app, discovery)
+    _add_routes(app, discovery, planning or Planning(discovery))
     app.router.routes.extend(mcp_routes)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     guarded = Guard(app, token=token, loopback_only=loopback_only, max_body_bytes=discovery.config.max_body_bytes)
     return Timing(guarded, discovery)
 
 
-def _add_routes(app: FastAPI, discovery: Discovery) -> None:
+def _add_routes(app: FastAPI, discovery: Discovery, planning: Planning) -> None:
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
@@ -167,6 +170,10 @@ def _add_routes(app: FastAPI, discovery: Discovery) -> None:
     @app.post("/v1/search/batch", response_model=SearchBatchResult, summary="Several searches in one call")
     async def search_batch(body: SearchBatchQuery) -> SearchBatchResult:
         return SearchBatchResult(results=await discovery.search_many(body.requests))
+
+    @app.post("/v1/compose", response_model=Plan, summary="Plan a request that needs several services")
+    async def compose(query: ComposeQuery) -> Plan:
+        return await planning.plan(query)
 
     @app.get("/v1/services/{service_id:path}", response_model=ServiceView, summary="Everything about a service")
     async def service(service_id: str) -> ServiceView:

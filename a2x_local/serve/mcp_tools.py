@@ -17,7 +17,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from a2x_local import __version__
+from a2x_local.compose import Plan
 from a2x_local.errors import A2XError
+from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.views import NodeView, SearchQuery, SearchResult, ServiceView
 
@@ -47,6 +49,13 @@ Everything stored about one service, by the id a search or browse returned: name
 metadata (an MCP tool's input schema, an A2A agent card with its endpoints and skills, a skill's file), where it \
 came from, and the tree categories it is filed under."""
 
+COMPOSE_DESCRIPTION = """\
+Plan a task that needs several services, e.g. "change my flight to Friday, then email the new itinerary to my \
+team". The request is split into steps (each needing one service), every step is searched, and one service is \
+chosen per step, with its alternatives, the dependencies between steps and the groups that can run in parallel. \
+Use search_services instead for a single need. method: the search method of the steps (default: the server's \
+compose setting); k: candidates per step."""
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -58,8 +67,8 @@ async def _answer(work: Any) -> Any:
         raise ToolError(f"{exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
 
 
-def build_mcp(discovery: Discovery) -> MCPServer:
-    """An MCP server answering from ``discovery`` (the tools are closures over it)."""
+def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
+    """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them)."""
     config = discovery.config
     names = [info.name for info in discovery.methods() if info.available]
     # WARNING: the SDK configures the root logger at this level, and INFO would log every HTTP request made.
@@ -77,6 +86,16 @@ def build_mcp(discovery: Discovery) -> MCPServer:
         mode: Annotated[str | None, Field(description="LLM methods: get_all | get_important | get_one.")] = None,
     ) -> SearchResult:
         return await _answer(discovery.search(SearchQuery(query=query, method=method, k=k, mode=mode)))
+
+    @server.tool(name="compose_plan", title="Plan a multi-step task", description=COMPOSE_DESCRIPTION,
+                 annotations=READ_ONLY)
+    async def compose_plan(
+        request: Annotated[str, Field(min_length=1, max_length=config.max_query_chars,
+                                      description="The whole task, in words.")],
+        method: Annotated[str | None, Field(description=f"Step search method, one of: {', '.join(names)}.")] = None,
+        k: Annotated[int | None, Field(ge=1, le=config.max_k, description="Candidates per step.")] = None,
+    ) -> Plan:
+        return await _answer(planning.plan(ComposeQuery(request=request, method=method, k=k)))
 
     @server.tool(name="browse_category", title="Browse a category", description=BROWSE_DESCRIPTION,
                  annotations=READ_ONLY)

@@ -1,8 +1,7 @@
 """Putting a server together and running it: over HTTP (API, page, MCP at /mcp) or over stdio (MCP only).
 
 `build_server` wires the parts once: the engine (when a model is asked for) behind shared rounds, the state, the
-batcher, the operations, the MCP server and the HTTP app. New operations (the compose stage's plans) plug in here:
-one module with the operation, its route and its tool, added to `build_server`.
+batcher, the operations (discovery; the compose stage's plans), the MCP server and the HTTP app.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import Any
 
 from a2x_local.llm import Engine, EngineOptions, make_engine
 from a2x_local.serve.batching import SearchBatcher
+from a2x_local.serve.compose_api import Planning
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.guard import check_bind, is_loopback
@@ -45,9 +45,11 @@ class Server:
     config: ServeConfig
     state: ServerState
     discovery: Discovery
+    planning: Planning
     mcp: Any
 
     def close(self) -> None:
+        self.planning.close()
         self.state.close()
 
 
@@ -82,7 +84,8 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
                             concurrency=config.llm_batch_concurrency,
                             on_batch=lambda method, size: metrics.search_batch.labels(method).observe(size))
     discovery = holder["discovery"] = Discovery(state, batcher, metrics)
-    return Server(config, state, discovery, build_mcp(discovery))
+    planning = Planning(discovery)
+    return Server(config, state, discovery, planning, build_mcp(discovery, planning))
 
 
 def _config(settings: Settings, options: ServeOptions) -> ServeConfig:
@@ -101,7 +104,7 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp)
+                         mcp=server.mcp, planning=server.planning)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp", settings.db_path, where, where, where)
         uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",

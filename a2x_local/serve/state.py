@@ -124,6 +124,15 @@ class ServerState:
     def identity(self) -> Identity:
         return self.snapshot.identity
 
+    @property
+    def runtime_settings(self) -> Settings:
+        """The settings methods are built with: a short wait for a busy database, as a server needs."""
+        return self._runtime_settings
+
+    def database(self) -> threading.RLock:
+        """Hold this around any other database access of this process (one connection at a time)."""
+        return self._lock
+
     # --- the methods ----------------------------------------------------------------------------------------------
 
     def offered(self) -> list[str]:

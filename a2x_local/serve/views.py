@@ -2,7 +2,7 @@
 browser page all use these, so an agent sees the same fields whichever way it asks.
 
 A search answer carries the fields of the Python API's `SearchAnswer` (query, hits, ranked, tokens, calls,
-rounds, candidates_shown, seconds, trace, error), each hit those of `Hit` (service_id, score, path) plus the
+rounds, candidates_shown, capped, seconds, trace, error), each hit those of `Hit` (service_id, score, path) plus the
 service's name, type and a one-line summary, so an agent can choose without a second call.
 """
 
@@ -65,6 +65,7 @@ class SearchResult(BaseModel):
     calls: int = 0
     rounds: int = 0
     candidates_shown: int = 0
+    capped: int = 0
     seconds: float = 0.0
     trace: dict[str, Any] | None = None
     error: str | None = None
@@ -182,5 +183,6 @@ def search_result(method: str, mode: str | None, answer: SearchAnswer, services:
     return SearchResult(method=method, mode=(answer.trace or {}).get("mode", mode), tree=tree, query=answer.query,
                         hits=hits, ranked=answer.ranked, prompt_tokens=answer.prompt_tokens,
                         completion_tokens=answer.completion_tokens, calls=answer.calls, rounds=answer.rounds,
-                        candidates_shown=answer.candidates_shown, seconds=round(answer.seconds, 6),
+                        candidates_shown=answer.candidates_shown, capped=answer.capped,
+                        seconds=round(answer.seconds, 6),
                         trace=answer.trace if trace else None, error=answer.error)

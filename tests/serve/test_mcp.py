@@ -17,7 +17,7 @@ from a2x_local.llm.scripted import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import ROOT, WANTED, make_server, registry_with_trees, running_server, server_env
 
-TOOLS = {"browse_category", "get_service", "search_services"}
+TOOLS = {"browse_category", "compose_plan", "get_service", "search_services"}
 
 
 def run(coroutine):
@@ -35,7 +35,7 @@ async def exercise(client: Client) -> dict:
 
 
 def check_answers(found: dict) -> None:
-    assert set(found["tools"]) == TOOLS  # compose_plan joins when the compose stage lands
+    assert set(found["tools"]) == TOOLS
     for tool in found["tools"].values():
         assert len(tool.description) > 150 and tool.annotations.read_only_hint is True and tool.output_schema
     search = found["search"].structured_content
