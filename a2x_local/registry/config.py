@@ -1,4 +1,5 @@
-"""The `[registry]` table: size limits of what a service may carry, and how long to wait for a busy database."""
+"""The `[registry]` table: size limits of what a service and an input file may carry, and how long to wait for a
+busy database."""
 
 from __future__ import annotations
 
@@ -18,3 +19,7 @@ class RegistryConfig(SectionConfig):
     max_description_chars: int = Field(ge=1)
     max_name_chars: int = Field(ge=1)
     lock_timeout_s: float = Field(ge=0)
+    checkpoint_wait_s: float = Field(ge=0)
+    max_metadata_bytes: int = Field(ge=2)
+    max_file_bytes: int = Field(ge=1)
+    max_json_depth: int = Field(ge=2, le=500)
