@@ -37,7 +37,7 @@ def _front_matter(path: Path, text: str, limits: Limits) -> tuple[dict[str, Any]
     except StopIteration as exc:
         raise InputError(str(path), "front matter is not closed by a '---' line") from exc
     try:
-        meta = yaml.load("\n".join(lines[1:end]), Loader=_NoAliasLoader)  # noqa: S506 (a safe loader)
+        meta = yaml.load("\n".join(lines[1:end]), Loader=_NoAliasLoader)  # a SafeLoader, minus aliases
     except RecursionError as exc:
         raise InputError(str(path), "front matter is nested too deeply",
                          hint="flatten it, or raise [registry] max_json_depth to accept it") from exc
