@@ -30,8 +30,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     # Libraries that log to stdout (vLLM does by default) must not corrupt `--json` output.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-    command = typer.main.get_command(app)
     try:
+        command = typer.main.get_command(app)
         result = command.main(args=args, prog_name="a2x-local", standalone_mode=False)
     except typer.TyperException as exc:
         # Usage errors (unknown option, missing argument, bad value): typer's own formatting, exit code 2.
