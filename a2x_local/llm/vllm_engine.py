@@ -25,6 +25,10 @@ from a2x_local.llm.types import Message, RawOutput, Request
 
 _MEMORY_WORDS = ("out of memory", "outofmemory", "kv cache", "no available memory", "cache blocks",
                  "gpu_memory_utilization")
+# vLLM's processes (and torch.distributed, even for one process) talk over 127.0.0.1: with networking fully down,
+# loopback included, start-up fails with these, and the model is not what is wrong.
+_NETWORK_WORDS = ("unable to find interface", "network is unreachable", "cannot assign requested address",
+                  "address family not supported", "errno 101", "errno 99")
 
 
 def structured_outputs_config(backend: str) -> dict[str, Any]:
@@ -119,6 +123,12 @@ class VllmEngine(Engine):
     def _start_error(self, exc: Exception) -> UserError:
         text = f"{type(exc).__name__}: {exc}"
         lowered = text.lower()
+        if any(word in lowered for word in _NETWORK_WORDS):
+            return UserError(
+                f"vLLM could not start {self.model_label}: its processes talk over the loopback network (127.0.0.1),"
+                f" which is down: {text.splitlines()[0]}",
+                hint="Bring the loopback interface up (`ip link set lo up`; a sandbox may need its network namespace"
+                     " to keep `lo`), or use --engine transformers, which needs no network at all.")
         if any(word in lowered for word in _MEMORY_WORDS):
             return UserError(
                 f"vLLM ran out of memory starting {self.model_label} ({self.model_path}) with max_model_len "
