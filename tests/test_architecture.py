@@ -77,6 +77,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Result",
         "Usage",
         "alias_path",
+        "as_data",
         "build_tiny_model",
         "check_ref",
         "engine_settings",

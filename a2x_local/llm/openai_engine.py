@@ -43,7 +43,8 @@ class OpenAIEngine(Engine):
     one model, or one whose name matches one of ``candidates`` (an alias, its source repository, a path).
     The context window is what the server reports for the model (vLLM lists `max_model_len` on /v1/models), read
     once before the first request is built; ``max_model_len`` (the `[engine]` setting) stands in when it reports
-    none, so prompts are fit-checked either way.
+    none, so prompts are fit-checked either way. The server renders the chat template and its tokenizer is not
+    here, so message contents lose the generic chat-template markers only (sanitize.py lists them).
     """
 
     name = "openai"

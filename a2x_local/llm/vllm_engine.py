@@ -20,6 +20,7 @@ from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import grammar_problem, vllm_structured_outputs
 from a2x_local.llm.models import force_offline
+from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
 from a2x_local.llm.types import Message, RawOutput, Request
 
@@ -86,6 +87,7 @@ class VllmEngine(Engine):
         self.on_cpu = prepare_environment(config)
         self._llm = self._start(dict(llm_kwargs or {}))
         self._tokenizer = self._llm.get_tokenizer()
+        self.stripper = MarkerStripper(tokenizer_special_tokens(self._tokenizer))
         VllmEngine._live = self
 
     @classmethod
