@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from a2x_local.db import connect
 from tests.support.paths import SAMPLE
 from tests.support.registries import snapshot
 
@@ -199,3 +200,12 @@ def test_the_sample_still_ingests(cli):
     result = cli("ingest", SAMPLE, "--json")
     assert result.code == 0, result.err
     assert result.json()["added"] > 0
+
+
+def test_metadata_over_duckdbs_default_object_size_is_stored_when_the_limit_allows(cli, db_path, tmp_path, home):
+    write(home / "config.toml", "[registry]\nmax_metadata_bytes = 33554432\n")
+    big = entries(metadata={"blob": "x" * (17 * 1024 * 1024)})
+    result = cli("ingest", write(tmp_path / "m.jsonl", json.dumps(big[0]) + "\n"))
+    assert result.code == 0, result.err
+    with connect(db_path) as con:
+        assert con.execute("SELECT length(metadata::VARCHAR) FROM services").fetchone()[0] > 17 * 1024 * 1024
