@@ -195,3 +195,40 @@ def test_a_commit_that_cannot_write_its_log_is_explained(tmp_path):
     assert "no space left" in result.stdout and "rolled back" in result.stdout
     with connect(path) as con:
         assert con.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+
+
+def _unprivileged() -> list[str] | None:
+    """A command prefix under which file modes apply: none needed for a normal user; root drops its override."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"] if setpriv else None
+
+
+@pytest.mark.skipif(_unprivileged() is None, reason="root without setpriv writes whatever the file mode")
+def test_a_really_read_only_registry_in_a_read_only_folder(registry_db, home, tmp_path):
+    folder = registry_db.parent
+    new = tmp_path / "elsewhere" / "new.json"
+    new.parent.mkdir()
+    new.write_text(json.dumps([{"id": "n", "name": "n", "description": "d"}]), encoding="utf-8")
+    before = digest(registry_db)
+    registry_db.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        def run(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([*_unprivileged(), sys.executable, "-c",
+                                   "import sys; from a2x_local.cli import run; sys.exit(run())", *args,
+                                   "--db", str(registry_db)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                                  env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)})
+
+        stats = run("stats")
+        assert stats.returncode == 0 and "10 services" in stats.stdout, stats.stderr
+        found = run("search", "weather forecast", "-m", "bm25", "--json")
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["hits"][0]["id"] == "weather"
+        refused = run("ingest", str(new))
+        assert refused.returncode == 1 and "cannot be written" in refused.stderr, refused.stderr
+    finally:
+        folder.chmod(0o755)
+        registry_db.chmod(0o644)
+    assert digest(registry_db) == before

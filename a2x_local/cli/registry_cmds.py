@@ -93,11 +93,11 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
         table = Table(title=title)
         table.add_column(title.split()[1])
         table.add_column("services", justify="right")
-        shown = list(counts.items())
-        for key, value in shown[:15]:
+        rows = list(counts.items())
+        for key, value in rows[:15]:
             table.add_row(shown(key), f"{value:,}")
-        if len(shown) > 15:
-            table.add_row(f"... {len(shown) - 15:,} more (see --json)", f"{sum(v for _, v in shown[15:]):,}")
+        if len(rows) > 15:
+            table.add_row(f"... {len(rows) - 15:,} more (see --json)", f"{sum(v for _, v in rows[15:]):,}")
         console.print(table)
     lengths = stats.description_chars
     console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
