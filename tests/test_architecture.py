@@ -92,6 +92,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Result",
         "Usage",
         "alias_path",
+        "as_data",
         "build_tiny_model",
         "cache_config",
         "check_ref",

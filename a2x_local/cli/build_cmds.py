@@ -22,6 +22,7 @@ from a2x_local.cli.common import (
     with_engine_options,
 )
 from a2x_local.llm import EngineOptions, Result, Usage, make_engine, with_answer_cache
+from a2x_local.registry import RegistryConfig
 from a2x_local.taxonomy import build_config, run_build, summary_rows
 
 _T = "Build thresholds (default: the \\[build] table of the config)"
@@ -98,20 +99,22 @@ def build_command(
     def load():
         return with_answer_cache(make_engine(settings, engine_options), settings, read=not no_cache)
 
-    timeout = settings.lock_timeout_s
+    waits = {"lock_timeout_s": settings.lock_timeout_s,
+             "checkpoint_wait_s": RegistryConfig.from_settings(settings).checkpoint_wait_s}
     if want_progress(json_output):
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
         with Progress(*columns, console=err_console, transient=False) as progress:
             outcome = run_build(settings.db_path, config, load, model=label, resume=resume,
-                                observer=_ProgressObserver(progress), lock_timeout_s=timeout)
+                                observer=_ProgressObserver(progress), **waits)
     else:
-        outcome = run_build(settings.db_path, config, load, model=label, resume=resume, lock_timeout_s=timeout)
+        outcome = run_build(settings.db_path, config, load, model=label, resume=resume, **waits)
     if json_output:
-        print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": True, "notes": outcome.notes,
-                    "stats": outcome.report})
+        print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": outcome.active,
+                    "notes": outcome.notes, "stats": outcome.report})
         return
-    table = Table(title=f"Tree {outcome.build_id} built{' (resumed)' if outcome.resumed else ''}; now active")
+    state = "now active" if outcome.active else "NOT activated (see the note)"
+    table = Table(title=f"Tree {outcome.build_id} built{' (resumed)' if outcome.resumed else ''}; {state}")
     table.add_column("statistic")
     table.add_column("value", justify="right")
     for key, value in summary_rows(outcome.report):

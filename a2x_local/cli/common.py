@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,9 +21,10 @@ from typing import Annotated, Any
 import duckdb
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from a2x_local.db import connect
+from a2x_local.db import Mode, connect
 from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions
 from a2x_local.search import ProgressFactory, method_names, method_spec, parse_option_pairs
 from a2x_local.settings import Settings, load_settings
@@ -48,10 +50,27 @@ def settings_for(ctx: typer.Context | None, db: Path | None = None) -> Settings:
 
 
 @contextmanager
-def open_registry_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The registry database, opened (and migrated) for the length of a block."""
-    with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+def open_registry_db(settings: Settings, *, mode: Mode = "write") -> Iterator[duckdb.DuckDBPyConnection]:
+    """The registry database, opened (and migrated) for the length of a block; ``mode="read"`` for commands that
+    only read, so a read-only file still serves them. Commands that write check every block first."""
+    with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode=mode, verify=mode == "write") as con:
         yield con
+
+
+# C0 controls but tab and newline, DEL, C1 controls: printed raw they are terminal escape sequences (ESC [2J).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw.
+
+    Ingest refuses them in service text; this covers what came in before, tree names and anything else shown."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def shown(text: object) -> str:
+    """Service or tree text inside rich output: terminal-safe, and its brackets never read as markup."""
+    return escape(terminal_safe(str(text)))
 
 
 def print_json(data: Any) -> None:

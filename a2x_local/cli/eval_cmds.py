@@ -21,6 +21,7 @@ from a2x_local.cli.common import (
     with_engine_options,
     with_method_options,
 )
+from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,
     check_plots,
@@ -98,10 +99,27 @@ def eval_command(
         advance = bars(f"{method.name} on {Path(queries).name}", total) if bars else None
         summary = run_evaluation(searcher, query_list, plan, registry, config, limit=limit, fresh=fresh,
                                  progress=advance, plots=plots)
+    _require_scores(summary)
     if json_output:
         print_json(summary)
         return
     _print_summary(summary)
+
+
+def _require_scores(summary: dict[str, Any]) -> None:
+    """An evaluation that scored nothing measured nothing: exit 1, not a table of zeros."""
+    queries = summary["queries"]
+    skipped = len(queries["skipped_no_correct_in_registry"])
+    if not queries["scored"]:
+        raise UserError(f"no query was scored: {skipped:,} of {queries['selected']:,} have no correct service in the"
+                        f" registry (run folder {summary['run_dir']})", code="NothingScored",
+                        hint="ingest the services the benchmark names (its services file), or evaluate against"
+                        " the registry it was written for")
+    if queries["answered"] and queries["errors"] == queries["answered"]:
+        raise UserError(f"every one of the {queries['answered']:,} queries ended in an error (run folder"
+                        f" {summary['run_dir']}); report.md lists them", code="AllFailed",
+                        hint="fix the cause (the model server, the engine), then rerun: the run resumes and retries"
+                        " them")
 
 
 def _print_summary(summary: dict[str, Any]) -> None:

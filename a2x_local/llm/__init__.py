@@ -17,6 +17,7 @@ from a2x_local.llm.factory import check_ref, engine_settings, make_engine
 from a2x_local.llm.model_check import ModelCheck
 from a2x_local.llm.models import ALIASES_FILE, alias_path, load_aliases
 from a2x_local.llm.options import ENGINE_OPTION_NAMES, EngineOptions
+from a2x_local.llm.sanitize import as_data
 from a2x_local.llm.startup_log import send_startup_output_to
 from a2x_local.llm.tiny_model import build_tiny_model
 from a2x_local.llm.types import Constraint, JsonConstraint, Message, RegexConstraint, Request, Result
@@ -40,6 +41,7 @@ __all__ = [
     "Result",
     "Usage",
     "alias_path",
+    "as_data",
     "build_tiny_model",
     "cache_config",
     "check_ref",

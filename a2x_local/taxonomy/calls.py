@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from a2x_local.llm import Constraint, Engine, Message, Request
+from a2x_local.llm import Constraint, Engine, Message, Request, as_data
 from a2x_local.registry import Service
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.prompts import node_context, render
@@ -21,8 +21,9 @@ def clip(text: str, limit: int) -> str:
 
 
 def service_line(service: Service, description_chars: int) -> str:
-    """`name: description` with the description cut; the name is always shown in full (up to 120 chars)."""
-    return f"{clip(service.name, 120)}: {clip(service.description, description_chars)}"
+    """`name: description` with the description cut; the name is always shown in full (up to 120 chars). Service
+    text is data: control markers and look-alikes of the prompt's delimiters are defused (`as_data`)."""
+    return f"{clip(as_data(service.name), 120)}: {clip(as_data(service.description), description_chars)}"
 
 
 def spread(items: Sequence[str], count: int) -> list[str]:

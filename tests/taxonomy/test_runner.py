@@ -115,7 +115,7 @@ def test_kill_and_resume_gives_the_same_tree_without_redoing_rounds(tmp_path, to
         build(db, toolret_subset, engine=engine_for(toolret_subset, fail_at=kill_at))
     with connect(db) as con:
         [record] = store.list_builds(con)
-        assert record.status == "running" and not record.active     # the process "died" mid-build
+        assert record.status == "interrupted" and not record.active     # the process "died" mid-build
         assert store.active_build_id(con) is None
     if kill_at == 1:
         with pytest.raises(UserError, match="before its first round"):

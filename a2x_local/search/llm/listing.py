@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from a2x_local.llm import as_data
 from a2x_local.registry import Service
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.taxonomy import TreeNode
@@ -18,9 +19,9 @@ def clip(text: str, limit: int) -> str:
 
 
 def service_line(service: Service, config: LlmSearchConfig) -> str:
-    """`name: description`, the description cut to the configured length."""
-    description = clip(service.description, config.service_description_chars)
-    name = clip(service.name, config.name_chars)
+    """`name: description`, the description cut to the configured length; service text is data (`as_data`)."""
+    description = clip(as_data(service.description), config.service_description_chars)
+    name = clip(as_data(service.name), config.name_chars)
     return f"{name}: {description}" if description else name
 
 
