@@ -135,11 +135,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--distractors", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=Path, default=DATA, help="folder with services.json and queries_dev.json")
     args = parser.parse_args()
 
     everything = {d["id"]: Service(d["id"], d["type"], d["name"], d["description"])
-                  for d in json.loads((DATA / "services.json").read_text(encoding="utf-8"))}
-    queries = [q for q in load_queries(DATA / "queries_dev.json") if set(q.correct) <= everything.keys()]
+                  for d in json.loads((args.data / "services.json").read_text(encoding="utf-8"))}
+    queries = [q for q in load_queries(args.data / "queries_dev.json") if set(q.correct) <= everything.keys()]
     queries = queries[: args.queries]
     needed = sorted({tool for query in queries for tool in query.correct})
     others = sorted(everything.keys() - set(needed))

@@ -58,10 +58,10 @@ cpu_kvcache_space_gb = 2
 """
 
 
-def make_registry(folder: Path, limit: int) -> tuple[Path, dict]:
-    """The first ``limit`` ToolRet services ingested, and a scripted-policy tree over them (active)."""
+def make_registry(folder: Path, limit: int, data: Path = DATA) -> tuple[Path, dict]:
+    """The first ``limit`` services of ``data`` ingested, and a scripted-policy tree over them (active)."""
     services_file = folder / "services.json"
-    services_file.write_text(json.dumps(json.loads((DATA / "services.json").read_text())[:limit]), encoding="utf-8")
+    services_file.write_text(json.dumps(json.loads((data / "services.json").read_text())[:limit]), encoding="utf-8")
     db = folder / "bench.duckdb"
     with connect(db) as con:
         added = ingest(con, [services_file]).added
@@ -180,15 +180,16 @@ def main() -> None:
     parser.add_argument("--llm-requests-per-client", type=int, default=10)
     parser.add_argument("--retrieval-requests-per-client", type=int, default=20)
     parser.add_argument("--keep", type=Path, default=None, help="keep the server log here")
+    parser.add_argument("--data", type=Path, default=DATA, help="folder with services.json and queries_dev.json")
     parser.add_argument("--serve-option", action="append", default=[], metavar="KEY=TOML",
                         help="a [serve] setting for the server, e.g. llm_batch_concurrency=8 (repeatable)")
     args = parser.parse_args()
     clients = [int(n) for n in args.clients.split(",")]
-    queries = [query.query.strip() for query in load_queries(DATA / "queries_dev.json")]
+    queries = [query.query.strip() for query in load_queries(args.data / "queries_dev.json")]
 
     with tempfile.TemporaryDirectory(prefix="a2x-bench-serve-") as tmp:
         folder = Path(tmp)
-        db, tree = make_registry(folder, args.services)
+        db, tree = make_registry(folder, args.services, args.data)
         model = build_tiny_model(folder / "tiny-qwen2")
         port = free_port()
         url = f"http://127.0.0.1:{port}"
