@@ -24,5 +24,5 @@ def test_an_oversized_query_names_the_query():
 
 
 def test_categories_that_do_not_fit_are_still_blamed_on_the_tree():
-    with pytest.raises(UserError, match="sub-categories of tree node 'root' do not fit"):
+    with pytest.raises(UserError, match="options at tree node 'root' do not fit"):
         search_with_window(60).search("book a flight")
