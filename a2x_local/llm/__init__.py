@@ -7,9 +7,11 @@ from a2x_local.llm.config import ENGINE_NAMES, EngineName
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
 from a2x_local.llm.embedding import (
     BUILTIN_MINILM,
-    is_builtin_embedding,
+    EmbeddingAlias,
+    EmbeddingModel,
+    load_embedder,
     load_embedding_model,
-    model_signature,
+    resolve_embedding,
     resolve_embedding_model,
 )
 from a2x_local.llm.factory import check_ref, engine_settings, make_engine
@@ -27,6 +29,8 @@ __all__ = [
     "ENGINE_OPTION_NAMES",
     "STRUCTURED_BACKENDS",
     "Constraint",
+    "EmbeddingAlias",
+    "EmbeddingModel",
     "Engine",
     "EngineName",
     "EngineOptions",
@@ -41,11 +45,11 @@ __all__ = [
     "build_tiny_model",
     "check_ref",
     "engine_settings",
-    "is_builtin_embedding",
     "load_aliases",
+    "load_embedder",
     "load_embedding_model",
     "make_engine",
-    "model_signature",
+    "resolve_embedding",
     "resolve_embedding_model",
     "send_startup_output_to",
 ]

@@ -4,7 +4,20 @@ Everything else in this package is private to it."""
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.formats import FORMATS, Limits
 from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
+from a2x_local.registry.language import ScriptProfile, resolve_language, script_profile
 from a2x_local.registry.store import Registry
 from a2x_local.registry.types import Service
 
-__all__ = ["FORMATS", "ConflictError", "IngestReport", "Limits", "Registry", "RegistryConfig", "Service", "ingest"]
+__all__ = [
+    "FORMATS",
+    "ConflictError",
+    "IngestReport",
+    "Limits",
+    "Registry",
+    "RegistryConfig",
+    "ScriptProfile",
+    "Service",
+    "ingest",
+    "resolve_language",
+    "script_profile",
+]

@@ -48,6 +48,7 @@ class BuildConfig(SectionConfig):
     budget_chars_per_token: float = Field(gt=0.0)
     max_failed_fraction: float = Field(ge=0.0, le=1.0)
     temperature: float = Field(ge=0.0)
+    category_language: str = Field(min_length=1, max_length=60)
     seed: int | None = None
 
     @model_validator(mode="after")
