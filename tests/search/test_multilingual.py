@@ -10,7 +10,7 @@ import pytest
 
 from a2x_local.db import connect, transaction
 from a2x_local.registry import Registry, Service
-from a2x_local.search.retrieval.config import RetrievalConfig
+from a2x_local.search.retrieval.config import RetrievalConfig, retrieval_config
 from a2x_local.search.retrieval.corpus import (
     AUTO_EMBEDDING_SETTING,
     EMBEDDING_SETTING,
@@ -110,3 +110,13 @@ def test_a_chinese_registry_is_searched_with_the_multilingual_model(chinese_db: 
         assert "apibank_tool_25" in [hit["id"] for hit in json.loads(out)["hits"]], method
     code, out, _ = cli("search", "open a bank account", "--method", "dense", "-k", "3", "--json")   # across languages
     assert code == 0 and "apibank_tool_25" in [hit["id"] for hit in json.loads(out)["hits"]]
+
+
+def test_user_aliases_join_the_packaged_ones_with_paths_in_the_models_folder(settings) -> None:
+    mine = {"backend": "sentence-transformers", "path": "e5-base", "query_prefix": "query: ",
+            "passage_prefix": "passage: ", "multilingual": True}
+    config = retrieval_config(settings.with_overrides("retrieval", embedding_models={"e5-base": mine}))
+    assert set(config.embedding_models) == {E5, MINILM, "e5-base"}
+    assert config.embedding_models["e5-base"].path == str(settings.models_dir / "e5-base")
+    absolute = retrieval_config(settings.with_overrides("retrieval", embedding_models={"x": {**mine, "path": "/m"}}))
+    assert absolute.embedding_models["x"].path == "/m"
