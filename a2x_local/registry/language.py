@@ -71,6 +71,16 @@ class ScriptProfile:
         return max(sorted(counts), key=lambda script: counts[script])
 
     @property
+    def script_family(self) -> str:
+        """The main script with Han and kana as one ("han"): Japanese and Chinese text share characters, so a
+        kanji-only query and a Japanese registry still share words."""
+        return "han" if self.main_script == "kana" else self.main_script
+
+    def shares_script_with(self, other: ScriptProfile) -> bool:
+        """Whether two texts are written in the same script family; text without letters goes with anything."""
+        return not self.letters or not other.letters or self.script_family == other.script_family
+
+    @property
     def language(self) -> str:
         """The main language where the script settles it, else a description by script ("Cyrillic-script")."""
         script = self.main_script

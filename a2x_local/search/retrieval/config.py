@@ -53,6 +53,7 @@ class RetrievalConfig(SectionConfig):
     rrf_k: float = Field(gt=0)
     dense_weight: float = Field(ge=0)
     bm25_weight: float = Field(ge=0)
+    cross_script_bm25_factor: float = Field(ge=0, le=1)
     fusion_depth: int = Field(ge=0)
     default_k: int = Field(ge=1)
     embedding_models: dict[str, EmbeddingAlias]

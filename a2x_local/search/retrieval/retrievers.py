@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from a2x_local.registry import script_profile
 from a2x_local.search.retrieval.bm25 import Bm25Index
 from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import Corpus
@@ -136,15 +137,30 @@ class HybridRetriever(RetrieverMethod):
         return [(dense_ranking[dense_ranking >= 0], np.array([row for row, _ in bm25_ranking], dtype=np.int64))
                 for dense_ranking, bm25_ranking in zip(dense_rows, lexical, strict=True)]
 
+    def cross_script(self, queries: Sequence[str]) -> list[bool]:
+        """Whether each query is written in another script than the registry (an English query to a Chinese one)."""
+        registry = self.corpus.script_profile
+        return [not script_profile([query]).shares_script_with(registry) for query in queries]
+
+    def query_weights(self, queries: Sequence[str], weights: tuple[float, float] | None = None,
+                      ) -> list[tuple[float, float]]:
+        """(dense, BM25) weight per query (``weights``, default the search's): BM25's is multiplied by
+        `cross_script_bm25_factor` for a query in another script than the registry, since BM25 can match only the
+        few words the two share."""
+        dense, bm25 = weights or (self.weights.dense_weight, self.weights.bm25_weight)
+        factor = self.config.cross_script_bm25_factor
+        return [(dense, bm25 * factor if cross else bm25) for cross in self.cross_script(queries)]
+
     def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         ids = self.dense.index.ids  # row i of both indexes is this service (the corpus's order)
-        weights = (self.weights.dense_weight, self.weights.bm25_weight)
         results = []
-        for dense_rows, bm25_rows in self.rankings(queries, self.depth(k)):
+        for (dense_rows, bm25_rows), weights in zip(self.rankings(queries, self.depth(k)),
+                                                    self.query_weights(queries), strict=True):
             fused = fuse_rows([dense_rows, bm25_rows], len(ids), self.weights.rrf_k, k, weights)
             results.append([Hit(ids[row], score) for row, score in fused])
         return results
 
     def describe(self) -> dict[str, object]:
         return {**self.dense.describe(), "bm25": self.bm25.variant, "method": self.name,
-                "fusion": self.weights.to_dict(), "fusion_depth": self.config.fusion_depth}
+                "fusion": self.weights.to_dict(), "fusion_depth": self.config.fusion_depth,
+                "cross_script_bm25_factor": self.config.cross_script_bm25_factor}

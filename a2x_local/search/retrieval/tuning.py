@@ -40,6 +40,15 @@ class LabelledQuery:
     correct: frozenset[str]
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """One part's queries as the fusion sees them: both rankings, the correct rows, and which are cross-script."""
+
+    rankings: list[tuple[np.ndarray, np.ndarray]]
+    correct: list[np.ndarray]
+    cross: list[bool]
+
+
 @dataclass
 class TuneReport:
     """What `a2x-local eval tune` found: the chosen weights, how they and the alternatives score on both parts."""
@@ -63,12 +72,16 @@ def held_out(query_id: str, share: float) -> bool:
     return bucket < share
 
 
-def _scores(rankings: Sequence[tuple[np.ndarray, np.ndarray]], correct: Sequence[np.ndarray], size: int,
-            weights: tuple[float, float], rrf_k: float, k: int) -> np.ndarray:
-    """Per query (hit@k, recall@k) of the fused ranking."""
-    out = np.zeros((len(rankings), 2))
-    for i, ((dense, bm25), wanted) in enumerate(zip(rankings, correct, strict=True)):
-        top = np.fromiter((row for row, _ in fuse_rows([dense, bm25], size, rrf_k, k, weights)), dtype=np.int64)
+def _scores(ranked: Ranked, size: int, weights: tuple[float, float], factor: float, rrf_k: float,
+            k: int) -> np.ndarray:
+    """Per query (hit@k, recall@k) of the fused ranking; BM25's weight times ``factor`` for cross-script queries,
+    as the hybrid search does."""
+    out = np.zeros((len(ranked.rankings), 2))
+    for i, ((dense, bm25), wanted, cross) in enumerate(zip(ranked.rankings, ranked.correct, ranked.cross,
+                                                           strict=True)):
+        query_weights = (weights[0], weights[1] * factor) if cross else weights
+        fused = fuse_rows([dense, bm25], size, rrf_k, k, query_weights)
+        top = np.fromiter((row for row, _ in fused), dtype=np.int64)
         found = np.isin(wanted, top).sum()
         out[i] = (found > 0, found / len(wanted))
     return out
@@ -98,9 +111,10 @@ def tune_fusion(settings: Settings, queries: Sequence[LabelledQuery], *, k: int 
     ranked = _rank(retriever, parts, rows_of, progress)
     size = len(rows_of)
 
+    factor = config.cross_script_bm25_factor
+
     def evaluate(part: str, weights: tuple[float, float], rrf_k: float) -> np.ndarray:
-        rankings, correct = ranked[part]
-        return _scores(rankings, correct, size, weights, rrf_k, k).mean(axis=0) * 100
+        return _scores(ranked[part], size, weights, factor, rrf_k, k).mean(axis=0) * 100
 
     configured = fusion_weights(config, None, "")     # the [retrieval] values: the baseline and the tie-break
     default_share = configured.dense_weight / (configured.dense_weight + configured.bm25_weight)
@@ -139,7 +153,7 @@ def tune_fusion(settings: Settings, queries: Sequence[LabelledQuery], *, k: int 
 
 
 def _rank(retriever: HybridRetriever, parts: dict[str, list[LabelledQuery]], rows_of: dict[str, int],
-          progress: ProgressFactory | None) -> dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]]:
+          progress: ProgressFactory | None) -> dict[str, Ranked]:
     """Both rankings of every query, once, as deep as the hybrid search fuses them."""
     depth = retriever.depth(1)
     out = {}
@@ -152,7 +166,7 @@ def _rank(retriever: HybridRetriever, parts: dict[str, list[LabelledQuery]], row
             if advance:
                 advance(len(batch))
         correct = [np.array(sorted(rows_of[c] for c in q.correct if c in rows_of), dtype=np.int64) for q in items]
-        out[part] = (rankings, correct)
+        out[part] = Ranked(rankings, correct, retriever.cross_script([q.text for q in items]))
     return out
 
 
