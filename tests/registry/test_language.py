@@ -62,3 +62,12 @@ def test_resolve_language() -> None:
     assert resolve_language("auto", ["获取天气预报"]) == "Chinese"
     assert resolve_language(" AUTO ", ["Get the weather for a city"]) == "English"
     assert resolve_language("German", ["获取天气预报"]) == "German"    # an explicit setting is kept as given
+
+
+def test_script_families() -> None:
+    chinese, japanese, kanji = (script_profile([text]) for text in ("获取天气预报", "明日の天気", "天気予報"))
+    english, digits = script_profile(["weather"]), script_profile(["2024 12 31"])
+    assert japanese.script_family == kanji.script_family == chinese.script_family == "han"
+    assert kanji.shares_script_with(japanese)             # a kanji-only query still meets a Japanese registry
+    assert not english.shares_script_with(chinese) and not chinese.shares_script_with(english)
+    assert digits.shares_script_with(chinese) and digits.shares_script_with(english)   # no letters: no mismatch

@@ -93,6 +93,8 @@ def test_tuning_chooses_stores_and_the_hybrid_search_uses_it(settings) -> None:
     assert hybrid.weights.values() == {key: float(value) for key, value in report.chosen.items()}
     flagged = make_method("hybrid", settings, settings.db_path, dense_weight=2.5)
     assert flagged.weights.dense_weight == 2.5 and flagged.weights.bm25_weight == report.chosen["bm25_weight"]
+    bm25 = report.chosen["bm25_weight"]
+    assert flagged.query_weights(["weather", "天气"]) == [(2.5, bm25), (2.5, bm25 * 0.25)]   # a Chinese query
 
     assert clear_fusion(settings) and not clear_fusion(settings)
     assert make_method("hybrid", settings, settings.db_path).describe()["fusion"]["source"] == "configuration"

@@ -10,6 +10,7 @@ import pytest
 
 from a2x_local.db import connect, transaction
 from a2x_local.registry import Registry, Service
+from a2x_local.search import make_method
 from a2x_local.search.retrieval.config import RetrievalConfig, retrieval_config
 from a2x_local.search.retrieval.corpus import (
     AUTO_EMBEDDING_SETTING,
@@ -18,6 +19,7 @@ from a2x_local.search.retrieval.corpus import (
     ensure_dense,
     load_corpus,
 )
+from a2x_local.settings import load_settings
 from tests.support.paths import TOOLRET_ZH
 from tests.support.registries import make_registry
 
@@ -110,6 +112,11 @@ def test_a_chinese_registry_is_searched_with_the_multilingual_model(chinese_db: 
         assert "apibank_tool_25" in [hit["id"] for hit in json.loads(out)["hits"]], method
     code, out, _ = cli("search", "open a bank account", "--method", "dense", "-k", "3", "--json")   # across languages
     assert code == 0 and "apibank_tool_25" in [hit["id"] for hit in json.loads(out)["hits"]]
+    # An English query shares almost no words with Chinese services: BM25 counts for less in its fusion.
+    hybrid = make_method("hybrid", load_settings(db=chinese_db), chinese_db)
+    assert hybrid.query_weights(["open a bank account", "开一个银行账户", "2024"]) == [(1.0, 0.25), (1.0, 1.0),
+                                                                                    (1.0, 1.0)]
+    assert hybrid.retrieve(["open a bank account"], 3)[0][0].service_id == "apibank_tool_25"
 
 
 def test_user_aliases_join_the_packaged_ones_with_paths_in_the_models_folder(settings) -> None:
