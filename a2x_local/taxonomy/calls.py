@@ -62,7 +62,15 @@ def category_block(drafts: Sequence[Draft], *, counts: Sequence[int] | None = No
 def system_values(config: BuildConfig) -> dict[str, object]:
     """Build-wide placeholders of the system prompts (identical for every request of a build)."""
     return {"max_keywords": config.keywords_per_service_max, "min_children": config.min_children,
-            "max_children": config.max_children}
+            "max_children": config.max_children, "language_rule": language_rule(config.category_language)}
+
+
+def language_rule(language: str) -> str:
+    """The sentence that tells a designer which language categories are named in (`[build] category_language`,
+    resolved from the registry by the runner; "auto" where no registry is at hand)."""
+    where = "the language the services are written in" if language == "auto" else (
+        f"{language}, the language of the registry's services")
+    return f"Write category names, descriptions, decision rules and boundaries in {where}."
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from a2x_local.taxonomy import store
 from a2x_local.taxonomy.builder import Builder, RoundObserver
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.keywords import require_embedding
+from a2x_local.taxonomy.language import category_language
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.report import build_report
@@ -74,19 +75,25 @@ def run_build(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engi
     waits = _Waits(lock_timeout_s, RegistryConfig.defaults().checkpoint_wait_s if checkpoint_wait_s is None
                    else checkpoint_wait_s)
     with BuildLock(db_path):
-        run, services = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=lock_timeout_s)
+        run, services, config = _prepare(db_path, config, model=model, resume=resume,
+                                         lock_timeout_s=lock_timeout_s)
         return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
                         waits=waits, activate=activate)
 
 
 def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
-             lock_timeout_s: float) -> tuple[_Run, dict[str, Service]]:
+             lock_timeout_s: float) -> tuple[_Run, dict[str, Service], BuildConfig]:
+    """The build record (new or resumed), the registry's services, and the settings with the category language
+    resolved from them (so the record, a resume and every prompt name the same language)."""
     with connect(db_path, lock_timeout_s=lock_timeout_s, verify=True) as con:
         # We hold the build lock, so a build still marked running belongs to a process that died.
         con.execute("UPDATE builds SET status = 'interrupted' WHERE status = 'running' AND kind = 'build'")
         registry = Registry(con)
         services = {s.id: s for s in registry.all()}
         fingerprint = registry.fingerprint()
+        if services:
+            language = category_language(config, list(services.values()))
+            config = config.model_copy(update={"category_language": language})
         if resume:
             run = _resume_target(con, db_path, config, model=model, fingerprint=fingerprint)
         else:
@@ -99,7 +106,7 @@ def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
         _fail(db_path, run.build_id, "the registry is empty", _Waits(lock_timeout_s, lock_timeout_s))
         raise UserError("the registry is empty: nothing to build a tree from",
                         hint="add services first with `a2x-local ingest PATH`")
-    return run, services
+    return run, services, config
 
 
 def _resume_target(con: Any, db_path: Path, config: BuildConfig, *, model: str, fingerprint: str) -> _Run:
