@@ -50,16 +50,8 @@ class Planning:
 
     def check(self, query: ComposeQuery) -> None:
         """Refuse what is outside the limits before any work (400), and model-only choices without a model (503)."""
-        text = query.request.strip()
-        if not text:
-            raise BadRequest("the request is empty", code="EmptyQuery",
-                             hint="say what the agent needs done, e.g. 'book a flight, then a hotel near the airport'")
-        if len(query.request) > self.config.max_query_chars:
-            raise BadRequest(f"the request has {len(query.request):,} characters; this server accepts at most "
-                             f"{self.config.max_query_chars:,}", hint="shorten it to what the agent needs",
-                             code="QueryTooLong")
-        if query.k is not None and not 1 <= query.k <= self.config.max_k:
-            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK")
+        self.discovery.check_limits(query.request, query.k, what="request",
+                                    example="'book a flight, then a hotel near the airport'")
         if query.method is not None:
             if query.method == "compose":
                 raise BadRequest("compose cannot search its own steps with compose", code="UnknownMethod",

@@ -58,18 +58,22 @@ class Discovery:
 
     # --- search ---------------------------------------------------------------------------------------------------
 
-    def check(self, query: SearchQuery) -> tuple[str, str | None]:
-        """The method and mode the query will run with; anything outside the limits is refused (400)."""
-        text = query.query.strip()
-        if not text:
-            raise BadRequest("the query is empty", hint="say what the agent needs, e.g. 'convert currencies'",
+    def check_limits(self, text: str, k: int | None, *, what: str = "query",
+                     example: str = "'convert currencies'") -> None:
+        """A request's text and k within the server's limits (400 otherwise): searches and plans alike."""
+        if not text.strip():
+            raise BadRequest(f"the {what} is empty", hint=f"say what the agent needs, e.g. {example}",
                              code="EmptyQuery")
-        if len(query.query) > self.config.max_query_chars:
-            raise BadRequest(f"the query has {len(query.query):,} characters; this server accepts at most "
+        if len(text) > self.config.max_query_chars:
+            raise BadRequest(f"the {what} has {len(text):,} characters; this server accepts at most "
                              f"{self.config.max_query_chars:,}", hint="shorten it to what the agent needs",
                              code="QueryTooLong")
-        if query.k is not None and not 1 <= query.k <= self.config.max_k:
+        if k is not None and not 1 <= k <= self.config.max_k:
             raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK")
+
+    def check(self, query: SearchQuery) -> tuple[str, str | None]:
+        """The method and mode the query will run with; anything outside the limits is refused (400)."""
+        self.check_limits(query.query, query.k)
         name = query.method or self.config.default_method
         self.state.check_method(name)
         modes = method_spec(name).modes
