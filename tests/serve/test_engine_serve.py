@@ -5,47 +5,22 @@ shape are asserted.)"""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
 
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import Message, RawOutput, Request
 from a2x_local.serve.http_api import create_app
 from tests.search.a2x_helpers import sample_services
 from tests.serve.helpers import make_server, registry_with_trees
+from tests.support.engines import SharedEngine
 
 pytestmark = pytest.mark.engine
 
 
-class Borrowed(Engine):
-    """The session's engine, lent: closing the server leaves it running for the other tests."""
-
-    name = "borrowed-vllm"
-
-    def __init__(self, inner: Engine) -> None:
-        super().__init__()
-        self.inner = inner
-
-    @property
-    def max_model_len(self) -> int | None:
-        return self.inner.max_model_len
-
-    def describe(self) -> dict:
-        return self.inner.describe()
-
-    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return self.inner.count_prompt_tokens(messages)
-
-    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
-        return self.inner._generate(requests)
-
-
 def test_concurrent_a2x_searches_share_rounds_of_the_real_engine(db_path, vllm_engine):
     active, _ = registry_with_trees(db_path)
-    server = make_server(db_path, Borrowed(vllm_engine), batch_window_ms=50, engine_window_ms=50)
+    server = make_server(db_path, SharedEngine(vllm_engine), batch_window_ms=50, engine_window_ms=50)
     queries = [f"find a service for task number {i}" for i in range(8)]
     with TestClient(create_app(server.discovery), base_url="http://127.0.0.1") as client:
 
