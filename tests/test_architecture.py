@@ -150,6 +150,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "taxonomy": [
         "BuildLock",
+        "DatabaseLock",
         "Tree",
         "TreeNode",
         "activate",
