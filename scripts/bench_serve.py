@@ -92,6 +92,10 @@ def start_server(db: Path, model: Path, home: Path, port: int, log: Path, serve_
 
 
 def wait_ready(process: subprocess.Popen, url: str, log: Path, timeout_s: float = 900) -> dict:
+    """The server's /healthz answer, once it gives one.
+
+    The tests' `tests.support.servers.serving` does the same wait, but scripts do not import the test tree: its
+    helpers fail through pytest, and a benchmark must run (and end with one plain message) without it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

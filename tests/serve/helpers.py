@@ -5,15 +5,11 @@ with its services, a second tree to switch to, an oracle engine, and servers ove
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import httpx
 
 from a2x_local.db import connect, transaction
 from a2x_local.llm import Engine
@@ -24,6 +20,7 @@ from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.types import Tree
 from tests.search.a2x_helpers import make_tree, sample_tree, store_registry_and_tree
+from tests.support.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 WANTED = {"find hotels": {"h1", "h2"}, "stock prices": {"s1", "s2"}}
@@ -63,12 +60,6 @@ def make_server(db_path: Path, engine: Engine | None = None, **overrides: object
     return build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def write_test_config(home: Path) -> Path:
     """A config file giving a server process the quick-start [serve] settings."""
     home.mkdir(parents=True, exist_ok=True)
@@ -94,30 +85,10 @@ def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 12
     """`a2x-local serve` in its own process on a free loopback port; yields its base URL, stops it after."""
     port = free_port()
     env = server_env(home)
-    log = (home / f"server-{port}.log").open("w+", encoding="utf-8")
-    process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
-                               env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    log_path = home / f"server-{port}.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
+                                   env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            if process.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"the server exited with {process.returncode}:\n{log.read()[-3000:]}")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the server did not answer /healthz within {startup_s} s")
-            time.sleep(0.3)
+    with serving(process, f"{url}/healthz", log_path, startup_s):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
