@@ -18,16 +18,16 @@ from a2x_local.cli.common import (
     open_registry_db,
     print_json,
     progress_bars,
+    query_texts,
     settings_for,
     shown,
     want_progress,
     with_engine_options,
     with_method_options,
 )
-from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchRequest, check_queries, make_method
+from a2x_local.search import SearchAnswer, SearchRequest, make_method
 
 
 def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
@@ -63,11 +63,7 @@ def search_command(
 
     Example: a2x-local search "book a flight to Paris" --method hybrid --k 5 --json
     """
-    if (query is None) == (queries is None):
-        raise typer.BadParameter("give either a QUERY or --queries FILE (not both)", param_hint="QUERY")
-    if query is not None:
-        check_queries([query])
-    texts = [query.strip()] if query is not None else load_query_texts(queries)
+    texts = query_texts(query, queries, "QUERY")
     settings = settings_for(ctx, db)
     options = method.with_engine(engine_options)
     with progress_bars(want_progress(json_output)) as bars:
