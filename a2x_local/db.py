@@ -91,7 +91,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-def _is_lock_error(exc: Exception) -> bool:
+def is_lock_error(exc: Exception) -> bool:
+    """DuckDB refused the file because another process holds it (a writer's lock): worth waiting for."""
     text = str(exc).lower()
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
@@ -181,7 +182,7 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             con = duckdb.connect(str(path), read_only=read_only)
             break
         except duckdb.IOException as exc:
-            if _is_lock_error(exc):
+            if is_lock_error(exc):
                 if time.monotonic() >= deadline:
                     raise DatabaseBusyError(
                         f"{path}: another a2x-local process holds the database",

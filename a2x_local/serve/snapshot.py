@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 
+from a2x_local.db import is_lock_error
 from a2x_local.errors import DatabaseBusyError, UserError
 from a2x_local.registry import Registry, Service
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
@@ -85,11 +86,6 @@ class Snapshot:
         return dict(found)
 
 
-def _is_busy(exc: duckdb.Error) -> bool:
-    text = str(exc).lower()
-    return "lock" in text and ("conflicting" in text or "could not set" in text)
-
-
 @contextmanager
 def read_only(db_path: Path, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection for the length of a block, waiting up to ``wait_s`` for a writer to let go."""
@@ -103,7 +99,7 @@ def read_only(db_path: Path, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnec
             con = duckdb.connect(str(db_path), read_only=True)
             break
         except duckdb.Error as exc:
-            if not _is_busy(exc):
+            if not is_lock_error(exc):
                 raise UserError(f"{db_path}: cannot read the registry database: {exc}") from exc
             if time.monotonic() >= deadline:
                 raise DatabaseBusyError(f"{db_path}: another process holds the registry database",
