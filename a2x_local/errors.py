@@ -45,3 +45,27 @@ class DatabaseBusyError(UserError):
 
 class BuildRunningError(UserError):
     """A build is already running on this database."""
+
+
+class DatabaseDamagedError(UserError):
+    """The registry file fails its integrity check or a read inside it fails (truncated, corrupted blocks)."""
+
+
+class ReadOnlyDatabaseError(UserError):
+    """The registry file (or its folder) cannot be written; reading commands still open it read-only."""
+
+
+class DiskFullError(UserError):
+    """A write failed for lack of space (or a file-size limit); the transaction was rolled back."""
+
+
+class InternalError(A2XError):
+    """An unexpected failure: a bug in a2x-local, reported as one line (exit code 3) instead of a traceback."""
+
+    exit_code = 3
+
+
+class Interrupted(A2XError):
+    """The user pressed Ctrl-C (SIGINT): exit code 130, as shells expect."""
+
+    exit_code = 130

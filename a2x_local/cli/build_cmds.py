@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from a2x_local.cli.app import app
@@ -15,43 +13,19 @@ from a2x_local.cli.common import (
     JsonOption,
     NoCacheOption,
     console,
+    engine_loader,
     err_console,
+    model_label,
     print_json,
     settings_for,
-    want_progress,
     with_engine_options,
+    with_round_progress,
 )
-from a2x_local.llm import EngineOptions, Result, Usage, make_engine, with_answer_cache
+from a2x_local.llm import EngineOptions, Usage
+from a2x_local.registry import RegistryConfig
 from a2x_local.taxonomy import build_config, run_build, summary_rows
 
 _T = "Build thresholds (default: the \\[build] table of the config)"
-
-
-class _ProgressObserver:
-    """One bar per engine round (its requests), and a running line with rounds and tokens so far."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.rounds = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.overall = progress.add_task("starting", total=None)
-        self.current: int | None = None
-
-    def round_started(self, step: str, level: int, requests: int, services: int) -> None:
-        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=requests)
-
-    def round_finished(self, step: str, results: Sequence[Result]) -> None:
-        self.rounds += 1
-        self.prompt_tokens += sum(r.prompt_tokens for r in results)
-        self.completion_tokens += sum(r.completion_tokens for r in results)
-        failed = sum(1 for r in results if not r.ok)
-        if self.current is not None:
-            self.progress.update(self.current, completed=len(results),
-                                 description=f"{self.progress.tasks[self.current].description}"
-                                             + (f" ({failed} failed)" if failed else ""))
-        self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
-                             f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
 
 
 @app.command("build")
@@ -93,25 +67,18 @@ def build_command(
     config = build_config(settings, leaf_max_services=leaf_size, max_depth=max_depth, max_children=max_children,
                           keyword_path_min_services=keyword_threshold, refine_passes=refine_passes,
                           cross_domain=cross_domain, keyword_merge=keyword_merge)
-    label = engine_options.model or str(settings.section("engine")["model"])
-
-    def load():
-        return with_answer_cache(make_engine(settings, engine_options), settings, read=not no_cache)
-
-    timeout = settings.lock_timeout_s
-    if want_progress(json_output):
-        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
-        with Progress(*columns, console=err_console, transient=False) as progress:
-            outcome = run_build(settings.db_path, config, load, model=label, resume=resume,
-                                observer=_ProgressObserver(progress), lock_timeout_s=timeout)
-    else:
-        outcome = run_build(settings.db_path, config, load, model=label, resume=resume, lock_timeout_s=timeout)
+    label = model_label(settings, engine_options)
+    load = engine_loader(settings, engine_options, no_cache)
+    waits = {"lock_timeout_s": settings.lock_timeout_s,
+             "checkpoint_wait_s": RegistryConfig.from_settings(settings).checkpoint_wait_s}
+    outcome = with_round_progress(json_output, lambda observer: run_build(
+        settings.db_path, config, load, model=label, resume=resume, observer=observer, **waits))
     if json_output:
-        print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": True, "notes": outcome.notes,
-                    "stats": outcome.report})
+        print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": outcome.active,
+                    "notes": outcome.notes, "stats": outcome.report})
         return
-    table = Table(title=f"Tree {outcome.build_id} built{' (resumed)' if outcome.resumed else ''}; now active")
+    state = "now active" if outcome.active else "NOT activated (see the note)"
+    table = Table(title=f"Tree {outcome.build_id} built{' (resumed)' if outcome.resumed else ''}; {state}")
     table.add_column("statistic")
     table.add_column("value", justify="right")
     for key, value in summary_rows(outcome.report):

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +21,13 @@ from typing import Annotated, Any
 import duckdb
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from a2x_local.db import connect
-from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions
-from a2x_local.search import ProgressFactory, method_names, method_spec, parse_option_pairs
+from a2x_local.db import Mode, connect
+from a2x_local.evaluation import load_query_texts
+from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions, Result, make_engine, with_answer_cache
+from a2x_local.search import ProgressFactory, check_queries, method_names, method_spec, parse_option_pairs
 from a2x_local.settings import Settings, load_settings
 
 console = Console()
@@ -48,10 +51,27 @@ def settings_for(ctx: typer.Context | None, db: Path | None = None) -> Settings:
 
 
 @contextmanager
-def open_registry_db(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The registry database, opened (and migrated) for the length of a block."""
-    with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+def open_registry_db(settings: Settings, *, mode: Mode = "write") -> Iterator[duckdb.DuckDBPyConnection]:
+    """The registry database, opened (and migrated) for the length of a block; ``mode="read"`` for commands that
+    only read, so a read-only file still serves them. Commands that write check every block first."""
+    with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode=mode, verify=mode == "write") as con:
         yield con
+
+
+# C0 controls but tab and newline, DEL, C1 controls: printed raw they are terminal escape sequences (ESC [2J).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw.
+
+    Ingest refuses them in service text; this covers what came in before, tree names and anything else shown."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def shown(text: object) -> str:
+    """Service or tree text inside rich output: terminal-safe, and its brackets never read as markup."""
+    return escape(terminal_safe(str(text)))
 
 
 def print_json(data: Any) -> None:
@@ -79,6 +99,69 @@ def progress_bars(enabled: bool) -> Iterator[ProgressFactory | None]:
             return lambda n: progress.advance(task, n)
 
         yield bar
+
+
+class RoundProgress:
+    """One bar per engine round (its requests), and a running line with rounds and tokens so far."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.rounds = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.overall = progress.add_task("starting", total=None)
+        self.current: int | None = None
+
+    def round_started(self, step: str, level: int, requests: int, services: int) -> None:
+        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=requests)
+
+    def round_finished(self, step: str, results: Sequence[Result]) -> None:
+        self.rounds += 1
+        self.prompt_tokens += sum(r.prompt_tokens for r in results)
+        self.completion_tokens += sum(r.completion_tokens for r in results)
+        failed = sum(1 for r in results if not r.ok)
+        if self.current is not None:
+            self.progress.update(self.current, completed=len(results),
+                                 description=f"{self.progress.tasks[self.current].description}"
+                                             + (f" ({failed} failed)" if failed else ""))
+        self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
+                             f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
+
+
+def with_round_progress(json_output: bool, work: Callable[[RoundProgress | None], Any]) -> Any:
+    """Run ``work(observer)`` (a build, an update, a nightly job) with a bar per model round for people; without
+    one for scripts."""
+    if not want_progress(json_output):
+        return work(None)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        return work(RoundProgress(progress))
+
+
+def engine_loader(settings: Settings, options: EngineOptions, no_cache: bool) -> Callable[[], Any]:
+    """What starts the command's engine when the job first needs it, behind the answer cache (`--no-cache`: the
+    cache is written, not read)."""
+
+    def load() -> Any:
+        return with_answer_cache(make_engine(settings, options), settings, read=not no_cache)
+
+    return load
+
+
+def model_label(settings: Settings, options: EngineOptions) -> str:
+    """The model a job records: `--model`, else `model` in [engine]."""
+    return options.model or str(settings.section("engine")["model"])
+
+
+def query_texts(text: str | None, queries: Path | None, argument: str) -> list[str]:
+    """The texts a command runs: its one ARGUMENT text (checked), or every query of its `--queries` file."""
+    if (text is None) == (queries is None):
+        raise typer.BadParameter(f"give either a {argument} or --queries FILE (not both)", param_hint=argument)
+    if text is not None:
+        check_queries([text])
+        return [text.strip()]
+    return load_query_texts(queries)
 
 
 def option_bundle(target: str, flags: dict[str, Any], build: Callable[..., Any], *,

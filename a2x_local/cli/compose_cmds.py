@@ -18,6 +18,7 @@ from a2x_local.cli.common import (
     console,
     print_json,
     progress_bars,
+    query_texts,
     settings_for,
     want_progress,
     with_engine_options,
@@ -25,9 +26,7 @@ from a2x_local.cli.common import (
 )
 from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
-from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import EngineOptions
-from a2x_local.search import check_queries
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -73,15 +72,11 @@ def compose_command(
 
     Example: a2x-local compose "find popular movies, then tell me where to stream them" --k 3
     """
-    if (request is None) == (queries is None):
-        raise typer.BadParameter("give either a REQUEST or --queries FILE (not both)", param_hint="REQUEST")
     if decomposer is not None and decomposer not in DECOMPOSERS:
         raise typer.BadParameter(f"choose one of: {', '.join(DECOMPOSERS)}", param_hint="--decomposer")
     if steps is not None and decomposer is not None:
         raise typer.BadParameter("--steps gives the steps; leave out --decomposer", param_hint="--steps")
-    if request is not None:
-        check_queries([request])
-    texts = [request.strip()] if request is not None else load_query_texts(queries)
+    texts = query_texts(request, queries, "REQUEST")
     settings = settings_for(ctx, db)
     with progress_bars(want_progress(json_output)) as bars:
         composer = open_composer(settings, engine_options=engine_options, method_options=method.options,

@@ -21,6 +21,7 @@ from a2x_local.cli.common import (
     with_engine_options,
     with_method_options,
 )
+from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,
     check_plots,
@@ -35,12 +36,13 @@ from a2x_local.evaluation import (
     run_evaluation,
 )
 from a2x_local.llm import EngineOptions
-from a2x_local.search import make_method
+from a2x_local.search import LabelledQuery, clear_fusion, make_method, tune_fusion
 
 eval_app = typer.Typer(
     invoke_without_command=True, no_args_is_help=False,
     help="Score a search method on a query file (writes results.jsonl, summary.json, report.md and a plot into a "
-    "run folder; rerunning resumes it); `eval compare RUN_DIR...` puts runs side by side.\n\n"
+    "run folder; rerunning resumes it); `eval compare RUN_DIR...` puts runs side by side; `eval tune` chooses a "
+    "registry's hybrid fusion weights.\n\n"
     "Example: a2x-local eval --queries data/toolret/queries_dev.json --method hybrid --k 10")
 app.add_typer(eval_app, name="eval")
 
@@ -98,10 +100,27 @@ def eval_command(
         advance = bars(f"{method.name} on {Path(queries).name}", total) if bars else None
         summary = run_evaluation(searcher, query_list, plan, registry, config, limit=limit, fresh=fresh,
                                  progress=advance, plots=plots)
+    _require_scores(summary)
     if json_output:
         print_json(summary)
         return
     _print_summary(summary)
+
+
+def _require_scores(summary: dict[str, Any]) -> None:
+    """An evaluation that scored nothing measured nothing: exit 1, not a table of zeros."""
+    queries = summary["queries"]
+    skipped = len(queries["skipped_no_correct_in_registry"])
+    if not queries["scored"]:
+        raise UserError(f"no query was scored: {skipped:,} of {queries['selected']:,} have no correct service in the"
+                        f" registry (run folder {summary['run_dir']})", code="NothingScored",
+                        hint="ingest the services the benchmark names (its services file), or evaluate against"
+                        " the registry it was written for")
+    if queries["answered"] and queries["errors"] == queries["answered"]:
+        raise UserError(f"every one of the {queries['answered']:,} queries ended in an error (run folder"
+                        f" {summary['run_dir']}); report.md lists them", code="AllFailed",
+                        hint="fix the cause (the model server, the engine), then rerun: the run resumes and retries"
+                        " them")
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -157,3 +176,59 @@ def compare_command(
     console.print(table)
     for file in files:
         console.print(f"wrote {file}", highlight=False)
+
+
+@eval_app.command("tune")
+def tune_command(
+    ctx: typer.Context,
+    queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Labelled queries of this registry (the "
+                                                 "`eval` format); half tunes, half is held out.")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Cut-off of the hit@k that is maximised.")] = 10,
+    held_out: Annotated[float, typer.Option("--held-out", min=0.05, max=0.95,
+                                            help="Share of the queries held out to report on.")] = 0.5,
+    embedding_model: Annotated[str | None, typer.Option(
+        "--embedding-model", help="Tune for this embedding model instead of the registry's.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; store nothing.")] = False,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove the registry's tuned weights and stop.")] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Choose the hybrid fusion weights of this registry on labelled queries and store them in the registry.
+
+    The weights are chosen on one part of the queries (hit@k, dense weight from 0 to 1, several RRF constants) and
+    reported on the held-out part beside the configured weights and each method alone. Hybrid searches of this
+    registry then use them while its embedding model stays the one they were tuned with.
+
+    Example: a2x-local eval tune --queries data/toolret_zh/queries_dev.json
+    """
+    settings = settings_for(ctx, db)
+    if clear:
+        removed = clear_fusion(settings)
+        if json_output:
+            print_json({"db": str(settings.db_path), "cleared": removed})
+        else:
+            console.print("tuned fusion weights removed" if removed else "no tuned fusion weights to remove")
+        return
+    if queries is None:
+        raise _usage("--queries FILE is required", "--queries")
+    labelled = [LabelledQuery(q.id, q.query, frozenset(q.correct)) for q in load_queries(queries)]
+    with progress_bars(want_progress(json_output)) as bars:
+        report = tune_fusion(settings, labelled, k=k, held_out_share=held_out, store=not dry_run,
+                             embedding_model=embedding_model, queries_name=Path(queries).name, progress=bars)
+    if json_output:
+        print_json(report.to_dict())
+        return
+    counts = report.queries
+    metric = report.metric
+    table = Table(title=f"fusion weights by {metric}: {counts['tune']} tuning, {counts['held_out']} held-out queries")
+    columns = {"dense": "dense_weight", "bm25": "bm25_weight", "rrf_k": "rrf_k", f"tune {metric}": f"tune_{metric}",
+               f"held-out {metric}": f"held_out_{metric}", "held-out recall": f"held_out_recall@{metric.split('@')[1]}"}
+    table.add_column("weights")
+    for title in columns:
+        table.add_column(title, justify="right")
+    for row in report.rows:
+        table.add_row(row["label"], *(f"{row[key]:g}" for key in columns.values()))
+    console.print(table)
+    chosen = ", ".join(f"{key} = {value:g}" for key, value in report.chosen.items())
+    action = "stored in the registry" if report.stored else "not stored (--dry-run)"
+    console.print(f"chosen: {chosen}; {action}", highlight=False, soft_wrap=True)

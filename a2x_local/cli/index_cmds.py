@@ -17,8 +17,9 @@ from a2x_local.search import build_indexes
 def index_command(
     ctx: typer.Context,
     embedding_model_spec: Annotated[str | None, typer.Option(
-        "--embedding-model", help="Store this registry's embedding model first: 'all-MiniLM-L6-v2' (built in), "
-        "a sentence-transformers folder, or 'default' to follow the configuration.")] = None,
+        "--embedding-model", help="Store this registry's embedding model first: an alias ('all-MiniLM-L6-v2', "
+        "'multilingual-e5-small', or one of [retrieval.embedding_models]), a sentence-transformers folder, or "
+        "'auto' to follow the configuration (by default: chosen by the registry's script).")] = None,
     text: Annotated[str | None, typer.Option(help="Indexed text: name_description | description.")] = None,
     params: Annotated[bool | None, typer.Option("--params/--no-params",
                                                 help="Add parameter names from metadata.inputSchema.")] = None,
@@ -30,9 +31,10 @@ def index_command(
     """Build the retrieval indexes (dense + BM25) beside the registry database.
 
     Indexes are tied to the registry content, the embedding model and the text options; a stale one is rebuilt
-    here or on the next search.
+    here or on the next search. With no model set, a registry mostly in non-Latin script (Chinese, Japanese,
+    Korean, Cyrillic, ...) gets the multilingual model; the choice is recorded in the registry and said in one line.
 
-    Example: a2x-local index --embedding-model /models/multilingual-e5-small --json
+    Example: a2x-local index --embedding-model multilingual-e5-small --json
     """
     if only not in (None, "dense", "bm25"):
         raise typer.BadParameter("use 'dense' or 'bm25'", param_hint="--only")
@@ -50,4 +52,5 @@ def index_command(
         table.add_row(info.kind, "built" if info.built else "current", f"{info.seconds:.2f}",
                       str(Path(info.path).name))
     console.print(table)
-    console.print(f"embedding model: {report.embedding_model}; text: {report.text}", highlight=False)
+    console.print(report.notice, highlight=False, soft_wrap=True)
+    console.print(f"indexed text: {report.text}", highlight=False)

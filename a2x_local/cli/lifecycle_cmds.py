@@ -3,55 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.build_cmds import _ProgressObserver
 from a2x_local.cli.common import (
     DbOption,
     JsonOption,
     NoCacheOption,
     console,
+    engine_loader,
     err_console,
+    model_label,
     open_registry_db,
     print_json,
     settings_for,
-    want_progress,
     with_engine_options,
+    with_round_progress,
 )
 from a2x_local.cli.tree_cmds import tree_app
 from a2x_local.lifecycle import EXIT_CODES, PLACEMENTS, NightlyRequest, run_nightly, run_update, summary_rows
-from a2x_local.llm import EngineOptions, make_engine, with_answer_cache
-from a2x_local.settings import Settings
+from a2x_local.llm import EngineOptions
 from a2x_local.taxonomy import diff_trees, load_tree
 
 _SHOWN = 20
-
-
-def _engine_loader(settings: Settings, options: EngineOptions, no_cache: bool) -> Any:
-    def load():
-        return with_answer_cache(make_engine(settings, options), settings, read=not no_cache)
-
-    return load
-
-
-def _with_progress(json_output: bool, work: Any) -> Any:
-    """Run ``work(observer)`` with a bar per model round for people; without for scripts."""
-    if not want_progress(json_output):
-        return work(None)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=False) as progress:
-        return work(_ProgressObserver(progress))
-
-
-def _model_label(settings: Settings, options: EngineOptions) -> str:
-    return options.model or str(settings.section("engine")["model"])
 
 
 @tree_app.command("update")
@@ -81,9 +59,9 @@ def update_command(
     if placement is not None and placement not in PLACEMENTS:
         raise typer.BadParameter(f"use one of: {', '.join(PLACEMENTS)}", param_hint="--placement")
     settings = settings_for(ctx, db)
-    load = _engine_loader(settings, engine_options, no_cache)
-    outcome = _with_progress(json_output, lambda observer: run_update(
-        settings, load_engine=load, model=_model_label(settings, engine_options), base_id=base, placement=placement,
+    load = engine_loader(settings, engine_options, no_cache)
+    outcome = with_round_progress(json_output, lambda observer: run_update(
+        settings, load_engine=load, model=model_label(settings, engine_options), base_id=base, placement=placement,
         resplit=resplit, activate=activate, observer=observer))
     if json_output:
         print_json(outcome.to_dict())
@@ -189,11 +167,12 @@ def nightly_command(
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     settings = settings_for(ctx, db)
-    request = NightlyRequest(source=list(source), model=_model_label(settings, engine_options), fmt=fmt,
+    request = NightlyRequest(source=list(source), model=model_label(settings, engine_options), fmt=fmt,
                              queries=queries, max_drop=max_drop, keep=keep, force=force, rebuild=rebuild,
                              report=report)
-    load = _engine_loader(settings, engine_options, no_cache)
-    outcome = _with_progress(json_output, lambda observer: run_nightly(settings, request, load, observer=observer))
+    load = engine_loader(settings, engine_options, no_cache)
+    outcome = with_round_progress(json_output,
+                                  lambda observer: run_nightly(settings, request, load, observer=observer))
     data = outcome.report
     if json_output:
         print_json(data | {"report_file": str(outcome.path)})

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for
+from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for, shown
 from a2x_local.db import transaction
 from a2x_local.registry import (
     FORMATS,
@@ -36,13 +36,13 @@ def _print_report(report: IngestReport, db: Path) -> None:
     for column in ("file", "format", "services"):
         table.add_column(column, justify="right" if column == "services" else "left")
     for summary in report.files:
-        table.add_row(summary.path, summary.format, f"{summary.services:,}")
+        table.add_row(shown(summary.path), summary.format, f"{summary.services:,}")
     console.print(table)
     verb = "would add" if report.dry_run else "added"
     console.print(f"{verb} [green]{len(report.added):,}[/green], updated [yellow]{len(report.updated):,}"
                   f"[/yellow], unchanged {len(report.unchanged):,}")
     for change in report.updated[:20]:
-        console.print(f"  updated {change.id} ({', '.join(change.fields)})", highlight=False)
+        console.print(f"  updated {shown(change.id)} ({', '.join(change.fields)})", highlight=False)
     if len(report.updated) > 20:
         console.print(f"  ... and {len(report.updated) - 20:,} more")
 
@@ -87,7 +87,8 @@ def ingest_command(
         except ConflictError as exc:
             if not json_output:
                 for change in exc.report.conflicts[:20]:
-                    console.print(f"  conflict {change.id} ({', '.join(change.fields)} differ)", highlight=False)
+                    console.print(f"  conflict {shown(change.id)} ({', '.join(change.fields)} differ)",
+                                  highlight=False)
             raise
         total = Registry(con).count()
     if json_output:
@@ -137,7 +138,7 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
     Example: a2x-local stats --json
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read") as con:
         stats = Registry(con).stats()
     if json_output:
         print_json(stats.to_dict() | {"db": str(settings.db_path)})
@@ -150,11 +151,11 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
         table = Table(title=title)
         table.add_column(title.split()[1])
         table.add_column("services", justify="right")
-        shown = list(counts.items())
-        for key, value in shown[:15]:
-            table.add_row(key, f"{value:,}")
-        if len(shown) > 15:
-            table.add_row(f"... {len(shown) - 15:,} more (see --json)", f"{sum(v for _, v in shown[15:]):,}")
+        rows = list(counts.items())
+        for key, value in rows[:15]:
+            table.add_row(shown(key), f"{value:,}")
+        if len(rows) > 15:
+            table.add_row(f"... {len(rows) - 15:,} more (see --json)", f"{sum(v for _, v in rows[15:]):,}")
         console.print(table)
     lengths = stats.description_chars
     console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
@@ -176,7 +177,7 @@ def list_command(
     Example: a2x-local services list --type mcp_tool --limit 20
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read") as con:
         registry = Registry(con)
         services = registry.list(service_type=service_type, source=source, limit=limit or None, offset=offset)
         total = registry.count()
@@ -188,7 +189,7 @@ def list_command(
         table.add_column(column, overflow="fold" if column != "description" else "ellipsis",
                          no_wrap=column == "description")
     for s in services:
-        table.add_row(s.id, s.type, s.name, s.description[:120])
+        table.add_row(shown(s.id), s.type, shown(s.name), shown(s.description[:120]))
     console.print(table)
 
 
@@ -200,15 +201,15 @@ def show_command(ctx: typer.Context, service_id: Annotated[str, typer.Argument(m
     Example: a2x-local services show skill/pdf
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read") as con:
         service = Registry(con).require(service_id)
     if json_output:
         print_json(service.to_dict())
         return
-    console.print(f"[bold]{service.id}[/bold] ({service.type})", highlight=False)
-    console.print(f"name: {service.name}", highlight=False)
-    console.print(f"description: {service.description}", highlight=False)
-    console.print(f"source: {service.source}", highlight=False)
+    console.print(f"[bold]{shown(service.id)}[/bold] ({service.type})", highlight=False)
+    console.print(f"name: {shown(service.name)}", highlight=False)
+    console.print(f"description: {shown(service.description)}", highlight=False)
+    console.print(f"source: {shown(service.source)}", highlight=False)
     console.print_json(data=service.metadata)
 
 

@@ -14,18 +14,20 @@ from a2x_local.cli.common import (
     JsonOption,
     MethodChoice,
     console,
+    err_console,
     open_registry_db,
     print_json,
     progress_bars,
+    query_texts,
     settings_for,
+    shown,
     want_progress,
     with_engine_options,
     with_method_options,
 )
-from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchRequest, check_queries, make_method
+from a2x_local.search import SearchAnswer, SearchRequest, make_method
 
 
 def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
@@ -61,23 +63,22 @@ def search_command(
 
     Example: a2x-local search "book a flight to Paris" --method hybrid --k 5 --json
     """
-    if (query is None) == (queries is None):
-        raise typer.BadParameter("give either a QUERY or --queries FILE (not both)", param_hint="QUERY")
-    if query is not None:
-        check_queries([query])
-    texts = [query.strip()] if query is not None else load_query_texts(queries)
+    texts = query_texts(query, queries, "QUERY")
     settings = settings_for(ctx, db)
     options = method.with_engine(engine_options)
     with progress_bars(want_progress(json_output)) as bars:
         searcher = make_method(method.name, settings, settings.db_path, progress=bars, **options)
     answers = searcher.search_batch([SearchRequest(text_, k=k, mode=method.mode) for text_ in texts])
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read") as con:
         services = Registry(con).get_many(hit.service_id for answer in answers for hit in answer.hits)
     names = {service_id: service.name for service_id, service in services.items()}
     results = [_answer_dict(answer, names) for answer in answers]
+    warnings = _warnings(answers)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {shown(warning)}", highlight=False, soft_wrap=True)
     if json_output:
-        print_json({"method": method.name, "options": options, "results": results} if queries else
-                   {"method": method.name, "options": options, **results[0]})
+        print_json({"method": method.name, "options": options, "warnings": warnings, "results": results} if queries
+                   else {"method": method.name, "options": options, "warnings": warnings, **results[0]})
         return
     for answer, result in zip(answers, results, strict=True):
         _print_answer(answer, result, services)
@@ -87,8 +88,14 @@ def search_command(
             console.print(trace_tree(answer))
 
 
+def _warnings(answers: list[SearchAnswer]) -> list[str]:
+    """What the user should know about every answer (a stale tree), said once rather than per query."""
+    found = (answer.trace.get("stale", {}).get("warning") for answer in answers if answer.trace)
+    return list(dict.fromkeys(warning for warning in found if warning))
+
+
 def _print_answer(answer: SearchAnswer, result: dict[str, Any], services: dict[str, Any]) -> None:
-    table = Table(title=f"[bold]{answer.query}[/bold]", title_justify="left")
+    table = Table(title=f"[bold]{shown(answer.query)}[/bold]", title_justify="left")
     wide = console.width >= 100  # the description only fits on a wide terminal; ids and names come first
     table.add_column("#", justify="right", no_wrap=True, min_width=2)
     table.add_column("id", overflow="fold", max_width=40)
@@ -99,12 +106,12 @@ def _print_answer(answer: SearchAnswer, result: dict[str, Any], services: dict[s
     for hit in result["hits"]:
         service = services.get(hit["id"])
         score = "" if hit["score"] is None else f"{hit['score']:.4f}"
-        cells = [str(hit["rank"]), hit["id"], hit["name"] or "", score]
-        table.add_row(*cells, *([service.description if service else ""] if wide else []))
+        cells = [str(hit["rank"]), shown(hit["id"]), shown(hit["name"] or ""), score]
+        table.add_row(*cells, *([shown(service.description) if service else ""] if wide else []))
     console.print(table)
     costs = f"{answer.seconds * 1000:.1f} ms"
     if answer.calls:
         costs += f", {answer.calls} model calls, {answer.prompt_tokens + answer.completion_tokens:,} tokens"
     console.print(f"[dim]{len(result['hits'])} results, {costs}[/dim]")
     if answer.error:
-        console.print(f"[red]error:[/red] {answer.error}", highlight=False)
+        console.print(f"[red]error:[/red] {shown(answer.error)}", highlight=False)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from rich.tree import Tree as RichTree
 
+from a2x_local.cli.common import shown as escape
 from a2x_local.search import SearchAnswer
 
 

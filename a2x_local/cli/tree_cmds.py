@@ -10,7 +10,16 @@ from rich.table import Table
 from rich.tree import Tree as RichTree
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, err_console, open_registry_db, print_json, settings_for
+from a2x_local.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    open_registry_db,
+    print_json,
+    settings_for,
+    shown,
+)
 from a2x_local.errors import UserError
 from a2x_local.registry import Registry
 from a2x_local.taxonomy import (
@@ -54,7 +63,7 @@ def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOptio
 
     Example: a2x-local tree list --json
     """
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), mode="read") as con:
         records = list_builds(con)
     if json_output:
         print_json([r.to_dict() for r in records])
@@ -71,7 +80,7 @@ def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOptio
         note = r.error or r.source or (f"from tree {r.parent_id}" if r.parent_id is not None else "")
         model = Path(r.model).name if r.model and "/" in r.model else (r.model or "")
         table.add_row(f"{r.id}{'*' if r.active else ''}", r.kind, r.status, r.created_at.strftime("%m-%d %H:%M"),
-                      model, f"{r.service_count:,}", str(leaves), str(r.rounds), note[:80])
+                      shown(model), f"{r.service_count:,}", str(leaves), str(r.rounds), shown(note[:80]))
     console.print(table)
 
 
@@ -88,7 +97,7 @@ def show_command(
 
     Example: a2x-local tree show root/3 --depth 1
     """
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), mode="read") as con:
         tree = _load(con, build_id)
         note = _stale_note(con, tree.build_id, tree.registry_fingerprint)
     start = node or tree.root_id
@@ -115,7 +124,7 @@ def show_command(
 def _label(tree: Tree, node_id: str) -> str:
     node = tree.nodes[node_id]
     more = f", {len(node.children)} children" if node.children else ""
-    return (f"[bold]{node.name}[/bold] [dim]{node.id}[/dim]  {tree.subtree_size(node_id):,} services"
+    return (f"[bold]{shown(node.name)}[/bold] [dim]{shown(node.id)}[/dim]  {tree.subtree_size(node_id):,} services"
             f" ({len(node.services):,} direct{more})")
 
 
@@ -135,7 +144,7 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
 
     Example: a2x-local tree stats --id 3 --json
     """
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), mode="read") as con:
         chosen = build_id if build_id is not None else active_build_id(con)
         record = get_build(con, chosen) if chosen is not None else None
         stored = record.stats.get("tree") if record is not None else None
@@ -193,7 +202,7 @@ def export_command(
     """
     if fmt not in ("json", "dot"):
         raise typer.BadParameter(f"unknown format {fmt!r}; use json or dot", param_hint="--format")
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), mode="read") as con:
         tree = _load(con, build_id)
     text = to_json(tree) if fmt == "json" else to_dot(tree)
     if out is None:

@@ -62,7 +62,7 @@ class RegistryInfo:
 
 def registry_info(db_path: Path, *, lock_timeout_s: float = 30.0) -> RegistryInfo:
     """Ids and fingerprint of the registry under evaluation; an empty registry cannot be evaluated."""
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+    with connect(db_path, lock_timeout_s=lock_timeout_s, mode="read") as con:
         registry = Registry(con)
         ids, fingerprint = frozenset(registry.ids()), registry.fingerprint()
     if not ids:

@@ -8,15 +8,18 @@ from a2x_local.llm.config import ENGINE_NAMES, EngineName
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
 from a2x_local.llm.embedding import (
     BUILTIN_MINILM,
-    is_builtin_embedding,
+    EmbeddingAlias,
+    EmbeddingModel,
+    load_embedder,
     load_embedding_model,
-    model_signature,
+    resolve_embedding,
     resolve_embedding_model,
 )
 from a2x_local.llm.factory import check_ref, engine_settings, make_engine
 from a2x_local.llm.model_check import ModelCheck
 from a2x_local.llm.models import ALIASES_FILE, alias_path, load_aliases
 from a2x_local.llm.options import ENGINE_OPTION_NAMES, EngineOptions
+from a2x_local.llm.sanitize import as_data
 from a2x_local.llm.startup_log import send_startup_output_to
 from a2x_local.llm.tiny_model import build_tiny_model
 from a2x_local.llm.types import Constraint, JsonConstraint, Message, RegexConstraint, Request, Result
@@ -29,6 +32,8 @@ __all__ = [
     "STRUCTURED_BACKENDS",
     "AnswerCache",
     "Constraint",
+    "EmbeddingAlias",
+    "EmbeddingModel",
     "Engine",
     "EngineName",
     "EngineOptions",
@@ -40,15 +45,16 @@ __all__ = [
     "Result",
     "Usage",
     "alias_path",
+    "as_data",
     "build_tiny_model",
     "cache_config",
     "check_ref",
     "engine_settings",
-    "is_builtin_embedding",
     "load_aliases",
+    "load_embedder",
     "load_embedding_model",
     "make_engine",
-    "model_signature",
+    "resolve_embedding",
     "resolve_embedding_model",
     "send_startup_output_to",
     "with_answer_cache",

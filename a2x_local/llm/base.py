@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from a2x_local.llm.accounting import Usage
+from a2x_local.llm.sanitize import GENERIC, MarkerStripper
 from a2x_local.llm.tokens import count_chat_tokens
 from a2x_local.llm.types import Message, RawOutput, Request, Result, validate
 
@@ -26,15 +27,18 @@ def prompt_tokens_bound(messages: Sequence[Message]) -> int:
 class Engine(ABC):
     """Base of every engine. Subclasses implement ``_generate``: one batch of requests, one backend call.
 
-    ``generate`` adds what every engine must do the same way: a fit check (a prompt that cannot fit the context
-    window is never sent, and an answer budget is lowered to what the window leaves), validation against the
-    constraint, one retry with a larger budget for answers that were cut off, invalid or errored, and accounting
-    by call type.
+    ``generate`` adds what every engine must do the same way: control markers stripped from every message content
+    (service text is data: sanitize.py; engines with a tokenizer set ``stripper`` to include its special tokens), a
+    fit check (a prompt that cannot fit the context window is never sent, and an answer budget is lowered to what
+    the window leaves), validation against the constraint, one retry with a larger budget for answers that were cut
+    off, invalid or errored, and accounting by call type.
     """
 
     name: str = "engine"
     retry_budget_factor: float = 2.0
     retry_temperature: float = 0.3
+    stripper: MarkerStripper = GENERIC
+    strip_markers: bool = True          # off only to measure what stripping prevents (scripts/bench_injection.py)
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -83,7 +87,7 @@ class Engine(ABC):
 
     def generate(self, requests: Sequence[Request]) -> list[Result]:
         """Answer a whole round of requests. Failed answers come back with ``ok`` False, never dropped."""
-        requests = list(requests)
+        requests = [self._as_data(request) for request in requests]
         if not requests:
             return []
         results = self._attempt(requests, attempt=1)
@@ -102,6 +106,12 @@ class Engine(ABC):
             if not result.ok:
                 self.usage.record(request.label, failures=1)
         return results
+
+    def _as_data(self, request: Request) -> Request:
+        """The request with no control marker left in any message content."""
+        if not self.strip_markers:
+            return request
+        return replace(request, messages=self.stripper.messages(request.messages))
 
     def _retry_request(self, request: Request, failed: Result) -> Request:
         budget = max(request.max_tokens + 1, int(request.max_tokens * self.retry_budget_factor))

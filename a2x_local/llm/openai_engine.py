@@ -1,13 +1,17 @@
 """An OpenAI-compatible model server on the local network (`vllm serve`, llama.cpp server) behind the batch interface.
 
-Only the URL the user gives is contacted. The official `openai` client does the HTTP work, including retries with
-exponential backoff on connection errors, timeouts, 408/409/429 and 5xx answers; a thread pool bounds how many
-requests are in flight so a big round does not flood the server.
+Only the URL the user gives is contacted. The official `openai` client does the HTTP work; retries are ours
+(exponential backoff on connection errors and 408/409/429/5xx answers, honouring the server's retry-after), because
+the client would also retry a time-out `max_retries` times: a hanging server then took about four times `timeout_s`
+per request to fail. A request that times out instead asks the server's /models (a few seconds at most): a server
+that answers that is slow, and the request fails alone; one that does not is hanging, and the round stops with an
+error. A thread pool bounds how many requests are in flight so a big round does not flood the server.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -39,7 +43,8 @@ class OpenAIEngine(Engine):
     one model, or one whose name matches one of ``candidates`` (an alias, its source repository, a path).
     The context window is what the server reports for the model (vLLM lists `max_model_len` on /v1/models), read
     once before the first request is built; ``max_model_len`` (the `[engine]` setting) stands in when it reports
-    none, so prompts are fit-checked either way.
+    none, so prompts are fit-checked either way. The server renders the chat template and its tokenizer is not
+    here, so message contents lose the generic chat-template markers only (sanitize.py lists them).
     """
 
     name = "openai"
@@ -61,8 +66,7 @@ class OpenAIEngine(Engine):
         self._discovered = False
         # ``http_client`` (an httpx.Client) lets tests answer through httpx.MockTransport, with no server.
         self._client = openai.OpenAI(base_url=self.base_url, api_key=config.api_key or "EMPTY",
-                                     timeout=config.timeout_s, max_retries=config.max_retries,
-                                     http_client=http_client)
+                                     timeout=config.timeout_s, max_retries=0, http_client=http_client)
 
     @property
     def max_model_len(self) -> int | None:
@@ -88,7 +92,11 @@ class OpenAIEngine(Engine):
         import openai
 
         try:
-            served = list(self._client.models.list())
+            # At most one retry: a server that does not list its models within two time-outs is not going to answer.
+            served = list(self._client.with_options(max_retries=min(self.config.max_retries, 1)).models.list())
+        except openai.APITimeoutError as exc:
+            raise self._down_error(_Hanging(f"/models gave no answer within {self.config.timeout_s:g} s (timeout_s)")
+                                   ) from exc
         except openai.APIConnectionError as exc:
             raise self._down_error(exc) from exc
         except openai.APIStatusError as exc:
@@ -109,6 +117,10 @@ class OpenAIEngine(Engine):
         self._discovered = True
 
     def _down_error(self, exc: Exception) -> UserError:
+        if isinstance(exc, _Hanging):
+            return UserError(f"the model server at {self.base_url} accepts connections but does not answer: {exc}",
+                             hint="Check the server (stuck, or overloaded: lower concurrency in [engine.openai]),"
+                             " or raise timeout_s for very long answers.")
         return UserError(f"cannot reach the model server at {self.base_url}: {exc}",
                          hint="Start it (see README, engines) or fix --base-url; nothing else is contacted.")
 
@@ -149,17 +161,29 @@ class OpenAIEngine(Engine):
     def _call(self, request: Request) -> RawOutput:
         import openai
 
-        try:
-            response = self._client.chat.completions.create(**self._request_body(request))
-        except openai.APITimeoutError:
-            return RawOutput("", 0, 0, "error", error=(
-                f"no answer from {self.base_url} within {self.config.timeout_s:g} s "
-                f"({self.config.max_retries} retries): raise timeout_s in [engine.openai] or lower the load"))
-        except openai.APIConnectionError as exc:
-            raise _ServerDown(exc) from exc
-        except openai.APIStatusError as exc:
-            return RawOutput("", 0, 0, "error",
-                             error=f"the server rejected the request (HTTP {exc.status_code}): {_detail(exc)}")
+        body = self._request_body(request)
+        attempt = 0
+        while True:
+            try:
+                response = self._client.chat.completions.create(
+                    **body, extra_headers={"x-stainless-retry-count": str(attempt)})
+                break
+            except openai.APITimeoutError as exc:
+                self._check_alive(exc)
+                return RawOutput("", 0, 0, "error", error=(
+                    f"no answer from {self.base_url} within {self.config.timeout_s:g} s (the server is up but slow):"
+                    " raise timeout_s in [engine.openai] or lower the load"))
+            except openai.APIConnectionError as exc:
+                if attempt >= self.config.max_retries:
+                    raise _ServerDown(exc) from exc
+                time.sleep(_backoff(attempt, None))
+            except openai.APIStatusError as exc:
+                retryable = exc.status_code in _RETRYABLE or exc.status_code >= 500
+                if not retryable or attempt >= self.config.max_retries:
+                    return RawOutput("", 0, 0, "error", error=f"the server rejected the request (HTTP"
+                                                               f" {exc.status_code}): {_detail(exc)}")
+                time.sleep(_backoff(attempt, exc.response.headers))
+            attempt += 1
         if not getattr(response, "choices", None):
             # A proxy's HTML page or an empty JSON object answered with 200: fail this request, not the round.
             shown = response[:200] if isinstance(response, str) else "no choices"
@@ -174,8 +198,43 @@ class OpenAIEngine(Engine):
         return RawOutput(text, prompt_tokens, completion_tokens, "error",
                          error=f"the server finished with reason {choice.finish_reason!r}")
 
+    def _check_alive(self, timed_out: Exception) -> None:
+        """After a time-out: a server whose /models does not answer within a few seconds is hanging."""
+        import openai
+
+        probe = min(self.config.timeout_s, _PROBE_S)
+        try:
+            self._client.models.list(timeout=probe)
+        except openai.APIConnectionError as exc:
+            raise _ServerDown(_Hanging(f"no answer within {self.config.timeout_s:g} s (timeout_s), and /models gave"
+                                       f" none within {probe:g} s")) from exc
+        except openai.APIStatusError:
+            return      # it answered: alive
+
     def close(self) -> None:
         self._client.close()
+
+
+# Statuses worth asking again (5xx are too): request timeout, conflict, too many requests.
+_RETRYABLE = (408, 409, 429)
+_PROBE_S = 5.0
+
+
+def _backoff(attempt: int, headers: Any) -> float:
+    """Seconds before retry ``attempt + 1``: the server's retry-after when it gives one, else 0.5 s doubling to 8 s."""
+    if headers is not None:
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            value = headers.get(name)
+            try:
+                if value is not None and 0 <= float(value) * scale <= 60:
+                    return float(value) * scale
+            except ValueError:
+                continue
+    return min(0.5 * 2 ** attempt, 8.0)
+
+
+class _Hanging(Exception):
+    """The server took the connection but answered neither the request nor /models."""
 
 
 def _same_model(served: str, candidate: str) -> bool:

@@ -22,6 +22,7 @@ from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import closed_schema, constraint_key, grammar_problem, llguidance_grammar
 from a2x_local.llm.models import force_offline
+from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
 from a2x_local.llm.types import ChoiceConstraint, JsonConstraint, Message, RawOutput, Request
 
@@ -73,6 +74,7 @@ class TransformersEngine(Engine):
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._eos_ids = _eos_ids(self.model, self.tokenizer)
+        self.stripper = MarkerStripper(tokenizer_special_tokens(self.tokenizer))
         self._outlines_model = outlines.from_transformers(self.model, self.tokenizer)
         self._backend = None
 

@@ -20,11 +20,16 @@ from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import grammar_problem, vllm_structured_outputs
 from a2x_local.llm.models import force_offline
+from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
 from a2x_local.llm.types import Message, RawOutput, Request
 
 _MEMORY_WORDS = ("out of memory", "outofmemory", "kv cache", "no available memory", "cache blocks",
                  "gpu_memory_utilization")
+# vLLM's processes (and torch.distributed, even for one process) talk over 127.0.0.1: with networking fully down,
+# loopback included, start-up fails with these, and the model is not what is wrong.
+_NETWORK_WORDS = ("unable to find interface", "network is unreachable", "cannot assign requested address",
+                  "address family not supported", "errno 101", "errno 99")
 
 
 def structured_outputs_config(backend: str) -> dict[str, Any]:
@@ -82,6 +87,7 @@ class VllmEngine(Engine):
         self.on_cpu = prepare_environment(config)
         self._llm = self._start(dict(llm_kwargs or {}))
         self._tokenizer = self._llm.get_tokenizer()
+        self.stripper = MarkerStripper(tokenizer_special_tokens(self._tokenizer))
         VllmEngine._live = self
 
     @classmethod
@@ -119,6 +125,12 @@ class VllmEngine(Engine):
     def _start_error(self, exc: Exception) -> UserError:
         text = f"{type(exc).__name__}: {exc}"
         lowered = text.lower()
+        if any(word in lowered for word in _NETWORK_WORDS):
+            return UserError(
+                f"vLLM could not start {self.model_label}: its processes talk over the loopback network (127.0.0.1),"
+                f" which is down: {text.splitlines()[0]}",
+                hint="Bring the loopback interface up (`ip link set lo up`; a sandbox may need its network namespace"
+                     " to keep `lo`), or use --engine transformers, which needs no network at all.")
         if any(word in lowered for word in _MEMORY_WORDS):
             return UserError(
                 f"vLLM ran out of memory starting {self.model_label} ({self.model_path}) with max_model_len "

@@ -4,6 +4,7 @@ Everything else in this package is private to it."""
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.formats import FORMATS, Limits
 from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
+from a2x_local.registry.language import ScriptProfile, resolve_language, script_profile
 from a2x_local.registry.store import Registry
 from a2x_local.registry.sync import SyncRefusedError, SyncReport, sync
 from a2x_local.registry.types import Service
@@ -15,9 +16,12 @@ __all__ = [
     "Limits",
     "Registry",
     "RegistryConfig",
+    "ScriptProfile",
     "Service",
     "SyncRefusedError",
     "SyncReport",
     "ingest",
+    "resolve_language",
+    "script_profile",
     "sync",
 ]

@@ -1,5 +1,5 @@
-"""The `[registry]` table: size limits of what a service may carry, how long to wait for a busy database, and how
-much a sync may remove."""
+"""The `[registry]` table: size limits of what a service and an input file may carry, how long to wait for a busy
+database, and how much a sync may remove."""
 
 from __future__ import annotations
 
@@ -20,3 +20,7 @@ class RegistryConfig(SectionConfig):
     max_name_chars: int = Field(ge=1)
     lock_timeout_s: float = Field(ge=0)
     sync_max_remove_share: float = Field(ge=0, le=1)
+    checkpoint_wait_s: float = Field(ge=0)
+    max_metadata_bytes: int = Field(ge=2)
+    max_file_bytes: int = Field(ge=1)
+    max_json_depth: int = Field(ge=2, le=500)

@@ -96,37 +96,60 @@ def collect(paths: Sequence[Path], fmt: str = "auto", limits: Limits | None = No
     return files, services
 
 
-def ingest(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, fmt: str = "auto", replace: bool = False,
-           limits: Limits | None = None, server: str | None = None, dry_run: bool = False) -> IngestReport:
-    """Add new services, update changed ones (only with ``replace``), skip identical ones; all or nothing."""
+@dataclass
+class Incoming:
+    """Every input read and checked, and set against the registry: which services are new, which changed (and
+    how), which are identical; all in input order."""
+
+    files: list[FileSummary]
+    services: list[Service]
+    new: list[Service] = field(default_factory=list)
+    changed: list[Service] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def read_incoming(registry: Registry, paths: Sequence[Path], fmt: str = "auto", limits: Limits | None = None,
+                  server: str | None = None) -> Incoming:
+    """Read and check every input (`collect`), then compare each service with the one stored under its id.
+
+    Shared by ingest and sync, which differ only in what they do with the changes and with what is missing."""
     if not paths:
         raise UserError("no input paths given")
-    started = datetime.now()
     files, services = collect(paths, fmt, limits, server)
-    registry = Registry(con)
     existing = registry.get_many(s.id for s in services)
-    report = IngestReport(files=files, dry_run=dry_run)
-    new, changed = [], []
+    incoming = Incoming(files=files, services=services)
     for service in services:
         old = existing.get(service.id)
         if old is None:
-            new.append(service)
-            report.added.append(service.id)
+            incoming.new.append(service)
             continue
         fields = _changed_fields(old, service)
-        if not fields:
-            report.unchanged.append(service.id)
+        if fields:
+            incoming.changes.append(Change(service.id, fields))
+            incoming.changed.append(service)
         else:
-            (report.updated if replace else report.conflicts).append(Change(service.id, fields))
-            changed.append(service)
+            incoming.unchanged.append(service.id)
+    return incoming
+
+
+def ingest(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, fmt: str = "auto", replace: bool = False,
+           limits: Limits | None = None, server: str | None = None, dry_run: bool = False) -> IngestReport:
+    """Add new services, update changed ones (only with ``replace``), skip identical ones; all or nothing."""
+    started = datetime.now()
+    registry = Registry(con)
+    incoming = read_incoming(registry, paths, fmt, limits, server)
+    report = IngestReport(files=incoming.files, added=[s.id for s in incoming.new], unchanged=incoming.unchanged,
+                          dry_run=dry_run)
+    (report.updated if replace else report.conflicts).extend(incoming.changes)
     if report.conflicts:
         raise ConflictError(report)
     if dry_run:
         return report
     with transaction(con):
-        registry.insert(new)
+        registry.insert(incoming.new)
         if replace:
-            registry.update(changed)
+            registry.update(incoming.changed)
         row = con.execute(
             "INSERT INTO ingest_runs (started_at, finished_at, paths, format, replace, added, updated, unchanged,"
             " conflicts, status) VALUES (?, now(), ?, ?, ?, ?, ?, ?, 0, 'completed') RETURNING id",

@@ -19,7 +19,7 @@ import duckdb
 from a2x_local.db import transaction
 from a2x_local.errors import UserError
 from a2x_local.registry.formats import Limits
-from a2x_local.registry.ingest import Change, FileSummary, _changed_fields, collect
+from a2x_local.registry.ingest import Change, FileSummary, read_incoming
 from a2x_local.registry.store import Registry
 
 
@@ -87,35 +87,20 @@ def sync(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, max_remove_sh
 
     Reads and checks every input first (a bad entry changes nothing), then writes in one transaction.
     """
-    if not paths:
-        raise UserError("no input paths given")
     started = datetime.now()
-    files, services = collect(paths, fmt, limits, server)
     registry = Registry(con)
+    incoming = read_incoming(registry, paths, fmt, limits, server)
     current = registry.ids()
-    existing = registry.get_many(s.id for s in services)
-    report = SyncReport(files=files, before=len(current), dry_run=dry_run, forced=force)
-    new, changed = [], []
-    for service in services:
-        old = existing.get(service.id)
-        if old is None:
-            new.append(service)
-            report.added.append(service.id)
-            continue
-        fields = _changed_fields(old, service)
-        if fields:
-            report.updated.append(Change(service.id, fields))
-            changed.append(service)
-        else:
-            report.unchanged += 1
-    report.removed = sorted(current - {s.id for s in services})
+    report = SyncReport(files=incoming.files, added=[s.id for s in incoming.new], updated=list(incoming.changes),
+                        unchanged=len(incoming.unchanged), before=len(current), dry_run=dry_run, forced=force)
+    report.removed = sorted(current - {s.id for s in incoming.services})
     if report.removed_share > max_remove_share and not force:
         raise SyncRefusedError(report, max_remove_share)
     if dry_run:
         return report
     with transaction(con):
-        registry.insert(new)
-        registry.update(changed)
+        registry.insert(incoming.new)
+        registry.update(incoming.changed)
         if report.removed:
             registry.remove(report.removed)
         row = con.execute(

@@ -11,10 +11,12 @@ from a2x_local.search.methods import (
     parse_option_pairs,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
+from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
     "Hit",
+    "LabelledQuery",
     "MethodSpec",
     "ProgressFactory",
     "SearchAnswer",
@@ -22,10 +24,12 @@ __all__ = [
     "SearchRequest",
     "build_indexes",
     "check_queries",
+    "clear_fusion",
     "descend_tree",
     "make_method",
     "method_names",
     "method_spec",
     "parse_option_pairs",
     "tree_search",
+    "tune_fusion",
 ]

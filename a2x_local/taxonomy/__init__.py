@@ -5,7 +5,7 @@ from a2x_local.taxonomy.config import build_config
 from a2x_local.taxonomy.diff import diff_trees
 from a2x_local.taxonomy.export import to_dot, to_json
 from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
-from a2x_local.taxonomy.lock import BuildLock, build_running
+from a2x_local.taxonomy.lock import BuildLock, DatabaseLock, build_running
 from a2x_local.taxonomy.report import summary_rows
 from a2x_local.taxonomy.resplit import overfull_leaves, resplit_nodes
 from a2x_local.taxonomy.runner import run_build
@@ -24,6 +24,7 @@ from a2x_local.taxonomy.versions import save_version
 
 __all__ = [
     "BuildLock",
+    "DatabaseLock",
     "Tree",
     "TreeNode",
     "activate",

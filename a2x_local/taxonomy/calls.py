@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from a2x_local.llm import Constraint, Engine, Message, Request
+from a2x_local.llm import Constraint, Engine, Message, Request, as_data
 from a2x_local.registry import Service
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.prompts import node_context, render
@@ -21,8 +21,9 @@ def clip(text: str, limit: int) -> str:
 
 
 def service_line(service: Service, description_chars: int) -> str:
-    """`name: description` with the description cut; the name is always shown in full (up to 120 chars)."""
-    return f"{clip(service.name, 120)}: {clip(service.description, description_chars)}"
+    """`name: description` with the description cut; the name is always shown in full (up to 120 chars). Service
+    text is data: control markers and look-alikes of the prompt's delimiters are defused (`as_data`)."""
+    return f"{clip(as_data(service.name), 120)}: {clip(as_data(service.description), description_chars)}"
 
 
 def spread(items: Sequence[str], count: int) -> list[str]:
@@ -61,7 +62,15 @@ def category_block(drafts: Sequence[Draft], *, counts: Sequence[int] | None = No
 def system_values(config: BuildConfig) -> dict[str, object]:
     """Build-wide placeholders of the system prompts (identical for every request of a build)."""
     return {"max_keywords": config.keywords_per_service_max, "min_children": config.min_children,
-            "max_children": config.max_children}
+            "max_children": config.max_children, "language_rule": language_rule(config.category_language)}
+
+
+def language_rule(language: str) -> str:
+    """The sentence that tells a designer which language categories are named in (`[build] category_language`,
+    resolved from the registry by the runner; "auto" where no registry is at hand)."""
+    where = "the language the services are written in" if language == "auto" else (
+        f"{language}, the language of the registry's services")
+    return f"Write category names, descriptions, decision rules and boundaries in {where}."
 
 
 @dataclass(frozen=True)

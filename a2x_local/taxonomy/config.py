@@ -55,6 +55,7 @@ class BuildConfig(SectionConfig):
     max_failed_fraction: float = Field(ge=0.0, le=1.0)
     batch_boundaries: Literal["content", "fixed"]
     temperature: float = Field(ge=0.0)
+    category_language: str = Field(min_length=1, max_length=60)
     seed: int | None = None
 
     @model_validator(mode="after")

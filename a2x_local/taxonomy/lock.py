@@ -1,6 +1,6 @@
-"""One build per database at a time: an advisory lock file next to the database.
+"""One job of a kind per database at a time: an advisory lock file next to the database.
 
-`fcntl.flock` is released by the kernel when the holding process dies, so a killed build never leaves a stale
+`fcntl.flock` is released by the kernel when the holding process dies, so a killed job never leaves a stale
 lock behind (a pid file alone would).
 """
 
@@ -9,23 +9,34 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
+from typing import ClassVar, Self
 
-from a2x_local.errors import BuildRunningError
-
-
-def lock_path(db_path: Path) -> Path:
-    return Path(f"{db_path}.build.lock")
+from a2x_local.errors import BuildRunningError, UserError
 
 
-class BuildLock:
-    """Held for the whole build; a second build on the same database is refused at once."""
+class DatabaseLock:
+    """Held for a whole job; a second job of the same kind on the same database is refused at once.
+
+    A kind of job sets `suffix` (the file is `<db>.<suffix>.lock`) and `busy_error`, what the refused job is told.
+    The lock file holds the holder's process id, so the refusal can name it.
+    """
+
+    suffix: ClassVar[str]
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = Path(db_path)
-        self.path = lock_path(self.db_path)
+        self.path = self.path_for(self.db_path)
         self._fd: int | None = None
 
-    def acquire(self) -> BuildLock:
+    @classmethod
+    def path_for(cls, db_path: Path) -> Path:
+        return Path(f"{db_path}.{cls.suffix}.lock")
+
+    def busy_error(self, held_by: str) -> UserError:
+        """The error for a job refused because another holds the lock; `held_by` is " (process N)" or ""."""
+        raise NotImplementedError
+
+    def acquire(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -33,11 +44,7 @@ class BuildLock:
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
             os.close(fd)
-            raise BuildRunningError(
-                f"another build is already running on {self.db_path}"
-                + (f" (process {holder})" if holder else ""),
-                hint="wait for it to finish; `a2x-local tree list` shows its progress",
-            ) from None
+            raise self.busy_error(f" (process {holder})" if holder else "") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
@@ -49,17 +56,35 @@ class BuildLock:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> BuildLock:
+    def __enter__(self) -> Self:
         return self.acquire()
 
     def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 
+class BuildLock(DatabaseLock):
+    """Held for the whole build; a second build on the same database is refused at once."""
+
+    suffix = "build"
+
+    def busy_error(self, held_by: str) -> UserError:
+        return BuildRunningError(f"another build is already running on {self.db_path}{held_by}",
+                                 hint="wait for it to finish; `a2x-local tree list` shows its progress")
+
+
 def build_running(db_path: Path) -> bool:
-    """True while some process holds the build lock of this database."""
+    """True while some process holds the build lock of this database.
+
+    Only looks: the lock file is opened read-only and never created, so this works on a read-only registry."""
     try:
-        with BuildLock(db_path):
-            return False
-    except BuildRunningError:
+        fd = os.open(BuildLock.path_for(Path(db_path)), os.O_RDONLY)
+    except OSError:
+        return False    # no lock file: no build ever ran here (a running build always has one)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
         return True
+    finally:
+        os.close(fd)
+    return False

@@ -1,8 +1,10 @@
 """Running a build against the database: lock, record, checkpoint every round, resume, fail cleanly, switch.
 
 The DuckDB file is opened only around short writes (record, checkpoint, final save), never while the model
-works, so other commands keep running and the active tree keeps serving during a nightly build. The new tree
-becomes active in the same transaction that marks its build completed.
+works, so other commands keep running and the active tree keeps serving during a nightly build. A checkpoint waits
+for a busy database (`[registry] checkpoint_wait_s`, minutes) and a round the database will not take is kept in a
+file beside it (spill.py), so finished work is never thrown away. The new tree becomes active in the same
+transaction that marks its build completed, unless the registry lost services it files while it was built.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from typing import Any
 from a2x_local.db import connect, transaction
 from a2x_local.errors import A2XError, UserError
 from a2x_local.llm import Engine, Usage
-from a2x_local.registry import Registry, Service
+from a2x_local.registry import Registry, RegistryConfig, Service
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.builder import Builder, RoundObserver
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.keywords import require_embedding
+from a2x_local.taxonomy.language import category_language
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.report import build_report
+from a2x_local.taxonomy.spill import read_spill, remove_spill, write_spill
 from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import Tree
 
@@ -39,6 +43,7 @@ class BuildOutcome:
     report: dict[str, Any]
     resumed: bool
     notes: list[str] = field(default_factory=list)
+    active: bool = True
 
 
 @dataclass
@@ -49,28 +54,48 @@ class _Run:
     resumed: bool
 
 
+@dataclass(frozen=True)
+class _Waits:
+    """Seconds to wait for a busy database: before the work starts, and once rounds are done (far longer)."""
+
+    start: float
+    checkpoint: float
+
+
 def run_build(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], *, model: str,
               resume: bool = False, observer: RoundObserver | None = None, close_engine: bool = True,
-              lock_timeout_s: float = 30.0, activate: bool = True) -> BuildOutcome:
-    """Build (or resume) a tree, store it and (``activate``) make it active; every failure leaves a failed,
-    resumable record. The nightly job builds with ``activate=False`` and switches only after its gate."""
+              lock_timeout_s: float = 30.0, checkpoint_wait_s: float | None = None,
+              activate: bool = True) -> BuildOutcome:
+    """Build (or resume) a tree, store it and (``activate``) make it active; every failure leaves a resumable record.
+    The nightly job builds with ``activate=False`` and switches only after its gate.
+
+    ``checkpoint_wait_s``: how long a finished round waits for a busy database (default: `[registry]`
+    checkpoint_wait_s); past it, the round is kept in a file and the build stops, resumable."""
     require_embedding(config)
+    waits = _Waits(lock_timeout_s, RegistryConfig.defaults().checkpoint_wait_s if checkpoint_wait_s is None
+                   else checkpoint_wait_s)
     with BuildLock(db_path):
-        run, services = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=lock_timeout_s)
+        run, services, config = _prepare(db_path, config, model=model, resume=resume,
+                                         lock_timeout_s=lock_timeout_s)
         return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
-                        lock_timeout_s=lock_timeout_s, activate=activate)
+                        waits=waits, activate=activate)
 
 
 def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
-             lock_timeout_s: float) -> tuple[_Run, dict[str, Service]]:
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+             lock_timeout_s: float) -> tuple[_Run, dict[str, Service], BuildConfig]:
+    """The build record (new or resumed), the registry's services, and the settings with the category language
+    resolved from them (so the record, a resume and every prompt name the same language)."""
+    with connect(db_path, lock_timeout_s=lock_timeout_s, verify=True) as con:
         # We hold the build lock, so a build still marked running belongs to a process that died.
         con.execute("UPDATE builds SET status = 'interrupted' WHERE status = 'running' AND kind = 'build'")
         registry = Registry(con)
         services = {s.id: s for s in registry.all()}
         fingerprint = registry.fingerprint()
+        if services:
+            language = category_language(config, list(services.values()))
+            config = config.model_copy(update={"category_language": language})
         if resume:
-            run = _resume_target(con, config, model=model, fingerprint=fingerprint)
+            run = _resume_target(con, db_path, config, model=model, fingerprint=fingerprint)
         else:
             build_id = store.create_build(con, kind="build", registry_fingerprint=fingerprint,
                                           service_count=len(services), model=model,
@@ -78,13 +103,13 @@ def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
             state = BuildState.start(sorted(services))
             run = _Run(build_id, state, Usage(), resumed=False)
     if not services:
-        _fail(db_path, run.build_id, "the registry is empty", lock_timeout_s)
+        _fail(db_path, run.build_id, "the registry is empty", _Waits(lock_timeout_s, lock_timeout_s))
         raise UserError("the registry is empty: nothing to build a tree from",
                         hint="add services first with `a2x-local ingest PATH`")
-    return run, services
+    return run, services, config
 
 
-def _resume_target(con: Any, config: BuildConfig, *, model: str, fingerprint: str) -> _Run:
+def _resume_target(con: Any, db_path: Path, config: BuildConfig, *, model: str, fingerprint: str) -> _Run:
     builds = [b for b in store.list_builds(con) if b.kind == "build"]
     if not builds:
         raise UserError("there is no build to resume", hint="start one with `a2x-local build --model ALIAS`")
@@ -92,7 +117,8 @@ def _resume_target(con: Any, config: BuildConfig, *, model: str, fingerprint: st
     if record.status not in RESUMABLE:
         raise UserError(f"nothing to resume: the latest build ({record.id}) is {record.status}",
                         hint="start a new build without --resume")
-    checkpoint = store.latest_checkpoint(con, record.id)
+    stored, kept = store.latest_checkpoint(con, record.id), read_spill(db_path, record.id)
+    checkpoint = kept if kept is not None and (stored is None or kept[0] > stored[0]) else stored
     if checkpoint is None:
         raise UserError(f"build {record.id} stopped before its first round finished; there is nothing to resume",
                         hint="start a new build without --resume")
@@ -118,28 +144,27 @@ def _resume_target(con: Any, config: BuildConfig, *, model: str, fingerprint: st
 
 def _execute(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], run: _Run,
              services: dict[str, Service], *, observer: RoundObserver | None, close_engine: bool,
-             lock_timeout_s: float, activate: bool) -> BuildOutcome:
+             waits: _Waits, activate: bool) -> BuildOutcome:
     try:
         engine = load_engine()
     except A2XError as exc:
-        _fail(db_path, run.build_id, f"model failed to load: {exc.message}", lock_timeout_s)
+        _fail(db_path, run.build_id, f"model failed to load: {exc.message}", waits)
         raise
     except Exception as exc:
         message = f"model failed to load: {type(exc).__name__}: {exc}"
-        _fail(db_path, run.build_id, message, lock_timeout_s)
+        _fail(db_path, run.build_id, message, waits)
         raise UserError(message, hint="`a2x-local models check ALIAS` explains what is missing") from exc
     try:
-        with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+        with connect(db_path, lock_timeout_s=waits.start) as con:
             store.update_build(con, run.build_id, engine=engine.name, engine_settings=engine.describe())
-        return _loop(db_path, config, engine, run, services, observer=observer, lock_timeout_s=lock_timeout_s,
-                     activate=activate)
+        return _loop(db_path, config, engine, run, services, observer=observer, waits=waits, activate=activate)
     finally:
         if close_engine:
             engine.close()
 
 
 def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, services: dict[str, Service], *,
-          observer: RoundObserver | None, lock_timeout_s: float, activate: bool) -> BuildOutcome:
+          observer: RoundObserver | None, waits: _Waits, activate: bool) -> BuildOutcome:
     state = run.state
     builder = Builder(state, services, config, engine, observer)
     started = time.perf_counter()
@@ -156,42 +181,70 @@ def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, service
         try:
             step = builder.step()
         except KeyboardInterrupt:
-            _fail(db_path, run.build_id, "interrupted; resume with `a2x-local build --resume`", lock_timeout_s)
+            _fail(db_path, run.build_id, "interrupted; resume with `a2x-local build --resume`", waits)
             raise
         except A2XError as exc:
-            _fail(db_path, run.build_id, exc.message, lock_timeout_s)
+            _fail(db_path, run.build_id, exc.message, waits)
             raise
         except Exception as exc:
             message = f"engine failed during the build: {type(exc).__name__}: {exc}"
-            _fail(db_path, run.build_id, message, lock_timeout_s)
+            _fail(db_path, run.build_id, message, waits)
             raise UserError(message, hint="fix the cause (memory, model files), then `a2x-local build --resume`"
                             " continues from the last finished round") from exc
         state.wall_seconds = wall_before + time.perf_counter() - started
         usage = totals()
         state.usage = usage.to_dict()           # what a resume starts counting from
-        _checkpoint(db_path, run.build_id, state, usage.rounds, step or "done", lock_timeout_s)
-    return _complete(db_path, config, run, state, totals(), lock_timeout_s, activate)
+        _checkpoint(db_path, run.build_id, state, usage.rounds, step or "done", waits)
+    return _complete(db_path, config, run, state, totals(), waits, activate)
 
 
-def _checkpoint(db_path: Path, build_id: int, state: BuildState, rounds: int, stage: str,
-                lock_timeout_s: float) -> None:
-    """The state after a round; per-call-type usage goes to build_usage only when the build completes."""
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con, transaction(con):
-        store.save_checkpoint(con, build_id, rounds, stage, state.to_dict())
-        store.prune_checkpoints(con, build_id, keep_round=rounds)
-        store.update_build(con, build_id, rounds=rounds, wall_seconds=round(state.wall_seconds, 3))
+def _checkpoint(db_path: Path, build_id: int, state: BuildState, rounds: int, stage: str, waits: _Waits) -> None:
+    """The state after a round, or (when the database will not take it) the same state in a file beside it;
+    per-call-type usage goes to build_usage only when the build completes."""
+    data = state.to_dict()
+    try:
+        with connect(db_path, lock_timeout_s=waits.checkpoint) as con, transaction(con):
+            store.save_checkpoint(con, build_id, rounds, stage, data)
+            store.prune_checkpoints(con, build_id, keep_round=rounds)
+            store.update_build(con, build_id, rounds=rounds, wall_seconds=round(state.wall_seconds, 3))
+    except A2XError as exc:
+        kept = write_spill(db_path, build_id, rounds, stage, data)
+        where = (f"round {rounds} is kept in {kept}; `a2x-local build --resume` continues from it" if kept else
+                 f"round {rounds} could not be kept anywhere either; `a2x-local build --resume` continues from the"
+                 " last round the database holds")
+        raise UserError(f"build {build_id} stopped: its round {rounds} could not be saved to the database"
+                        f" ({exc.message})", hint=f"{where} once the cause is fixed ({exc.hint or 'see above'})",
+                        code=exc.code) from exc
+    remove_spill(db_path, build_id)
+
+
+def _registry_drift(con: Any, tree: Tree) -> tuple[list[str], int]:
+    """(services the tree files that are gone now, registry services it does not place) for a registry that
+    changed while the build ran."""
+    current = Registry(con).ids()
+    placed = tree.service_ids()
+    return sorted(placed - current), len(current - placed)
 
 
 def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, usage: Usage,
-              lock_timeout_s: float, activate: bool) -> BuildOutcome:
+              waits: _Waits, activate: bool) -> BuildOutcome:
     notes = []
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+    with connect(db_path, lock_timeout_s=waits.checkpoint) as con:
         fingerprint = store.get_build(con, run.build_id).registry_fingerprint
         tree = state.tree(fingerprint)
         report = build_report(state, tree, config, usage)
         if report["one_level"]:
             notes.append(f"the registry has {len(tree.root.services)} services, not more than θ_leaf ="
                          f" {config.leaf_max_services}: the tree is a single node holding every service")
+        if Registry(con).fingerprint() != fingerprint:
+            gone, unplaced = _registry_drift(con, tree)
+            change = (f"the registry changed while the tree was built: {unplaced:,} service(s) are not placed in it,"
+                      f" {len(gone):,} it files were removed")
+            activate = activate and not gone
+            notes.append(change + ("; it serves as a stale tree until the next build" if not gone else
+                                   f" (e.g. {gone[0]!r}); it was NOT activated, the previous tree keeps serving"
+                                   f" (`a2x-local tree activate {run.build_id}` uses it anyway)"))
+            report["warnings"] = [*report.get("warnings", []), notes[-1]]
         with transaction(con):
             store.save_tree(con, run.build_id, tree)
             store.save_usage(con, run.build_id, usage)
@@ -200,10 +253,16 @@ def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, 
             if activate:
                 store.activate(con, run.build_id)
             store.prune_checkpoints(con, run.build_id, keep_round=None)
+    remove_spill(db_path, run.build_id)
     tree.build_id = run.build_id
-    return BuildOutcome(run.build_id, tree, report, run.resumed, notes)
+    return BuildOutcome(run.build_id, tree, report, run.resumed, notes, active=activate)
 
 
-def _fail(db_path: Path, build_id: int, message: str, lock_timeout_s: float) -> None:
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
-        store.update_build(con, build_id, status="failed", finished_at=datetime.now(), error=message)
+def _fail(db_path: Path, build_id: int, message: str, waits: _Waits) -> None:
+    """Record why the build stopped; when the database cannot take even that, the record reads as interrupted
+    (no process holds the build lock), which resumes the same way, and the original error is what the user sees."""
+    try:
+        with connect(db_path, lock_timeout_s=waits.start) as con:
+            store.update_build(con, build_id, status="failed", finished_at=datetime.now(), error=message)
+    except A2XError:
+        return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -12,6 +13,7 @@ import duckdb
 from a2x_local.db import load_temp_table, transaction
 from a2x_local.errors import UserError
 from a2x_local.llm import Usage
+from a2x_local.taxonomy.lock import build_running
 from a2x_local.taxonomy.types import Tree, TreeNode
 
 
@@ -74,18 +76,30 @@ def get_build(con: duckdb.DuckDBPyConnection, build_id: int) -> BuildRecord:
     row = con.execute(f"SELECT {_BUILD_COLUMNS} FROM builds WHERE id = ?", [build_id]).fetchone()
     if row is None:
         raise UserError(f"no tree with id {build_id}", hint="`a2x-local tree list` shows the trees")
-    return _record(row, active)
+    return _record(row, active, _lock_held(con, [row]))
 
 
 def list_builds(con: duckdb.DuckDBPyConnection) -> list[BuildRecord]:
     active = active_build_id(con)
     rows = con.execute(f"SELECT {_BUILD_COLUMNS} FROM builds ORDER BY id").fetchall()
-    return [_record(row, active) for row in rows]
+    held = _lock_held(con, rows)
+    return [_record(row, active, held) for row in rows]
 
 
-def _record(row: tuple, active: int | None) -> BuildRecord:
+def _lock_held(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> bool:
+    """Whether a build process is alive on this database (asked only when a record says running)."""
+    if not any(row[2] == "running" for row in rows):
+        return False
+    found = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return bool(found and found[0]) and build_running(Path(found[0]))
+
+
+def _record(row: tuple, active: int | None, lock_held: bool) -> BuildRecord:
+    # A build killed (SIGKILL, power loss, a full disk under its last write) could not record its end: without a
+    # process holding the build lock, "running" is shown as what it is, interrupted (and resumable).
+    status = "interrupted" if row[2] == "running" and not lock_held else row[2]
     return BuildRecord(
-        id=row[0], kind=row[1], status=row[2], created_at=row[3], finished_at=row[4], model=row[5], engine=row[6],
+        id=row[0], kind=row[1], status=status, created_at=row[3], finished_at=row[4], model=row[5], engine=row[6],
         registry_fingerprint=row[7], service_count=row[8], rounds=row[9], wall_seconds=row[10],
         prompt_hash=row[11], thresholds=_json(row[12]), engine_settings=_json(row[13]), stats=_json(row[14]),
         error=row[15], source=row[16], active=row[0] == active, parent_id=row[17],

@@ -8,18 +8,15 @@ and that costs are counted, never what the steps say.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from a2x_local.cli import run
 from a2x_local.compose import open_composer
-from a2x_local.llm.base import Engine
-from a2x_local.llm.types import Message, RawOutput, Request
 from a2x_local.settings import load_settings
 from tests.search.a2x_helpers import sample_services, sample_tree, store_registry_and_tree
-from tests.support.engines import patch_make_engine
+from tests.support.engines import SharedEngine, patch_make_engine
 from tests.support.registries import SERVICES
 
 pytestmark = pytest.mark.engine
@@ -28,29 +25,6 @@ REQUESTS = ["Get the weather forecast for Paris, then book a hotel room there.",
             "Convert 100 dollars to euros and show me the latest news headlines about the euro."]
 # A random model fills every string to its bound: a small vocabulary needs the budget counted per character.
 TIGHT = {"max_steps": 3, "step_chars": 60, "budget_chars_per_token": 1.0}
-
-
-class SharedEngine(Engine):
-    """The session engine behind a wrapper whose close() leaves it running (commands close what they start)."""
-
-    name = "shared-vllm"
-
-    def __init__(self, inner: Engine) -> None:
-        super().__init__()
-        self.inner = inner
-
-    @property
-    def max_model_len(self) -> int | None:
-        return self.inner.max_model_len
-
-    def describe(self) -> dict:
-        return self.inner.describe()
-
-    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return self.inner.count_prompt_tokens(messages)
-
-    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
-        return self.inner._generate(requests)
 
 
 def _check_shape(plan, known: set[str]) -> None:

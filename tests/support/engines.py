@@ -4,15 +4,40 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 import a2x_local.llm
 from a2x_local.llm import Engine
+from a2x_local.llm.types import Message, RawOutput, Request
 
 _ORIGINAL = a2x_local.llm.make_engine
+
+
+class SharedEngine(Engine):
+    """The session engine (fixture `vllm_engine`) behind a wrapper whose close() leaves it running: commands and
+    servers close the engine they were given, and the other tests still need it."""
+
+    name = "shared-vllm"
+
+    def __init__(self, inner: Engine) -> None:
+        super().__init__()
+        self.inner = inner
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.inner.max_model_len
+
+    def describe(self) -> dict:
+        return self.inner.describe()
+
+    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
+        return self.inner.count_prompt_tokens(messages)
+
+    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
+        return self.inner._generate(requests)
 
 
 def patch_make_engine(monkeypatch: pytest.MonkeyPatch, factory: Callable[..., Engine]) -> list[Any]:

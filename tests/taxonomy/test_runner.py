@@ -115,7 +115,7 @@ def test_kill_and_resume_gives_the_same_tree_without_redoing_rounds(tmp_path, to
         build(db, toolret_subset, engine=engine_for(toolret_subset, fail_at=kill_at))
     with connect(db) as con:
         [record] = store.list_builds(con)
-        assert record.status == "running" and not record.active     # the process "died" mid-build
+        assert record.status == "interrupted" and not record.active     # the process "died" mid-build
         assert store.active_build_id(con) is None
     if kill_at == 1:
         with pytest.raises(UserError, match="before its first round"):
@@ -288,3 +288,23 @@ def test_a_build_killed_with_sigkill_releases_the_lock_and_resumes(tmp_path, too
     outcome, engine = build(db, toolret_subset, resume=True)
     assert len(engine.batches) == reference.rounds - 5
     assert rows(db, outcome.build_id) == reference.rows
+
+
+def test_a_chinese_registry_gets_categories_named_in_chinese_and_the_record_says_so(tmp_path):
+    from a2x_local.registry import Service
+    from tests.support.registries import make_registry
+    from tests.taxonomy.helpers import Recorder, small_config
+    from tests.taxonomy.rules import DomainRule
+
+    names = {"weather": "天气预报", "travel": "旅行预订"}
+    services = [Service(f"{domain}_{i:02d}", "generic", f"{label}工具{i}", f"提供{label}相关的查询和服务，编号{i}。")
+                for domain, label in names.items() for i in range(20)]
+    db = make_registry(tmp_path / "zh.duckdb", services)
+    recorder = Recorder(DomainRule())
+    outcome = run_build(db, small_config(leaf_max_services=25, keyword_path_min_services=1000),
+                        lambda: ScriptedEngine(recorder), model="scripted")
+    with connect(db) as con:
+        assert store.get_build(con, outcome.build_id).thresholds["category_language"] == "Chinese"
+    designs = recorder.of("design")
+    assert designs and all("in Chinese, the language of the registry's services" in r.messages[0]["content"]
+                           for r in designs)

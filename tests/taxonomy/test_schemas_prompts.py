@@ -12,6 +12,7 @@ from a2x_local.llm.constraints import grammar_problem
 from a2x_local.llm.types import JsonConstraint, RegexConstraint
 from a2x_local.taxonomy import prompts
 from a2x_local.taxonomy.assign import one_regex
+from a2x_local.taxonomy.calls import system_values
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import (
     design_model,
@@ -97,15 +98,18 @@ def test_one_prompt_file_per_call_type_with_shared_instructions_first():
     for call_type in prompts.CALL_TYPES:
         values = {name: f"<{name}>" for name in re.findall(r"\$(\w+)", prompts.PROMPTS.files[call_type]
                                                              .split("<<<USER>>>")[1])}
-        system_a, user_a = prompts.render(call_type, system={"max_keywords": 5, "min_children": 2,
-                                                             "max_children": 20}, **values)
-        system_b, _ = prompts.render(call_type, system={"max_keywords": 5, "min_children": 2,
-                                                        "max_children": 20}, **{k: "other" for k in values})
+        system_a, user_a = prompts.render(call_type, system=system_values(BuildConfig.defaults()), **values)
+        system_b, _ = prompts.render(call_type, system=system_values(BuildConfig.defaults()),
+                                     **{k: "other" for k in values})
         assert system_a == system_b                   # the system message never varies between requests
         assert "$" not in system_a["content"] and "$" not in user_a["content"]
-    design = prompts.render("design_descriptions", system={"max_keywords": 5, "min_children": 2,
-                                                           "max_children": 20},
-                            node_context="Travel", services="- a: b")[0]["content"]
+    chinese = system_values(BuildConfig.defaults(category_language="Chinese"))
+    design = prompts.render("design_descriptions", system=chinese, node_context="Travel",
+                            services="- a: b")[0]["content"]
+    assert "in Chinese, the language of the registry's services" in design
+    auto = prompts.render("refine", system=system_values(BuildConfig.defaults()), **{
+        name: "x" for name in re.findall(r"\$(\w+)", prompts.PROMPTS.files["refine"].split("<<<USER>>>")[1])})
+    assert "in the language the services are written in" in auto[0]["content"]
     assert "No catch-alls" in design and "One classification axis" in design and "No technology" in design
     assert "No operation categories" in design and "User-scenario test" in design
     assert design.index("dimension") < design.index("for each category")

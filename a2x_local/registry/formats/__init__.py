@@ -9,6 +9,7 @@ from typing import Any
 from a2x_local.errors import InputError, UserError
 from a2x_local.registry.formats import a2a_card, mcp_server, mcp_tools, service_list, skills, tabular
 from a2x_local.registry.formats._common import Limits, load_json
+from a2x_local.registry.formats._walk import SERVICE_FILE_SUFFIXES, SKILL_FILE, check_name, walk_files
 from a2x_local.registry.types import Service
 
 __all__ = ["FORMATS", "Limits", "detect_file", "read_path"]
@@ -26,22 +27,21 @@ FORMATS: dict[str, str] = {
     "jsonl": "JSON Lines, one {id, name, description, ...} object per line",
     "csv": "CSV with a header row holding id, name, description (other columns go to metadata)",
 }
-_SERVICE_FILE_SUFFIXES = {".json", ".jsonl", ".csv"}
 
 
 def _looks_like_queries(data: Any) -> bool:
     return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "correct_tools" in data[0]
 
 
-def detect_file(path: Path, data: Any = None) -> str:
+def detect_file(path: Path, data: Any = None, limits: Limits | None = None) -> str:
     """The format of one file, from its name and (for JSON) its shape."""
-    if path.name == "SKILL.md" or path.suffix.lower() == ".md":
+    if path.name == SKILL_FILE or path.suffix.lower() == ".md":
         return skills.NAME
     if path.suffix.lower() == ".jsonl":
         return "jsonl"
     if path.suffix.lower() == ".csv":
         return "csv"
-    data = load_json(path) if data is None else data
+    data = load_json(path, limits or Limits.defaults()) if data is None else data
     for module in _JSON_FORMATS:
         if module.matches(data):
             return module.NAME
@@ -55,16 +55,16 @@ def detect_file(path: Path, data: Any = None) -> str:
 def _parse_file(path: Path, fmt: str, limits: Limits, server: str | None) -> tuple[str, list[Service]]:
     """(format, services) of one file; JSON is parsed once and its shape picks the format under "auto"."""
     if fmt == "auto" and path.suffix.lower() != ".json":
-        fmt = detect_file(path)
+        fmt = detect_file(path, limits=limits)
     if fmt == skills.NAME:
         return fmt, skills.parse_files([path], limits)
     if fmt == "jsonl":
         return fmt, tabular.parse_jsonl(path, limits)
     if fmt == "csv":
         return fmt, tabular.parse_csv(path, limits)
-    data = load_json(path)
+    data = load_json(path, limits)
     if fmt == "auto":
-        fmt = detect_file(path, data)
+        fmt = detect_file(path, data, limits)
     module = {m.NAME: m for m in _JSON_FORMATS}[fmt]
     if not module.matches(data) and fmt != service_list.NAME:
         raise InputError(str(path), f"does not look like {fmt} ({module.SUMMARY})")
@@ -77,8 +77,9 @@ def read_path(path: Path, fmt: str = "auto", limits: Limits | None = None,
     limits = limits or Limits.defaults()
     if fmt not in FORMATS:
         raise UserError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    check_name(path)
     if not path.exists():
-        raise InputError(str(path), "no such file or folder")
+        raise InputError(str(path), "is a broken symbolic link" if path.is_symlink() else "no such file or folder")
     if path.is_dir():
         return _read_folder(path, fmt, limits, server)
     detected, services = _parse_file(path, fmt, limits, server)
@@ -87,7 +88,8 @@ def read_path(path: Path, fmt: str = "auto", limits: Limits | None = None,
 
 def _read_folder(path: Path, fmt: str, limits: Limits, server: str | None) -> list[tuple[Path, str, list[Service]]]:
     """Skills by their SKILL.md files; every other .json/.jsonl/.csv file on its own, outside skill folders."""
-    skill_files = skills.skill_files(path) if fmt in ("auto", skills.NAME) else []
+    every = walk_files(path)
+    skill_files = [p for p in every if p.name == SKILL_FILE] if fmt in ("auto", skills.NAME) else []
     groups = []
     if skill_files:
         groups.append((path, skills.NAME, skills.parse_files(skill_files, limits)))
@@ -96,10 +98,8 @@ def _read_folder(path: Path, fmt: str, limits: Limits, server: str | None) -> li
             raise InputError(str(path), "contains no SKILL.md files")
         return groups
     skill_dirs = {file.parent for file in skill_files}
-    files = sorted(
-        p for p in path.rglob("*")
-        if p.is_file() and p.suffix.lower() in _SERVICE_FILE_SUFFIXES and not (skill_dirs & set(p.parents))
-    )
+    files = [p for p in every
+             if p.suffix.lower() in SERVICE_FILE_SUFFIXES and not (skill_dirs & set(p.parents))]
     for file in files:
         groups.extend(read_path(file, fmt, limits, server))
     if not groups:

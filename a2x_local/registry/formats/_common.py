@@ -11,34 +11,43 @@ from typing import Any
 
 from a2x_local.errors import InputError
 from a2x_local.registry.config import RegistryConfig
-from a2x_local.registry.types import SERVICE_TYPES, Service
+from a2x_local.registry.types import SERVICE_TYPES, Service, canonical_json
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Size limits on what a service may carry (from the [registry] config section)."""
+    """Size limits on what a service and an input file may carry (from the [registry] config section)."""
 
     max_description_chars: int
     max_name_chars: int
+    max_metadata_bytes: int
+    max_file_bytes: int
+    max_json_depth: int
 
     @classmethod
     def from_config(cls, config: RegistryConfig) -> Limits:
-        return cls(max_description_chars=config.max_description_chars, max_name_chars=config.max_name_chars)
+        return cls(max_description_chars=config.max_description_chars, max_name_chars=config.max_name_chars,
+                   max_metadata_bytes=config.max_metadata_bytes, max_file_bytes=config.max_file_bytes,
+                   max_json_depth=config.max_json_depth)
 
     @classmethod
     def defaults(cls) -> Limits:
         return cls.from_config(RegistryConfig.defaults())
 
 
-def read_text(path: Path) -> str:
-    """The file's text: must be readable, non-empty UTF-8 (a BOM is accepted)."""
+def read_text(path: Path, limits: Limits) -> str:
+    """The file's text: must be readable, non-empty UTF-8 (a BOM is accepted) and within the size limit."""
     shown = str(path)
     try:
+        size = path.stat().st_size
+        if size > limits.max_file_bytes:
+            raise InputError(shown, f"is {size:,} bytes, over the limit of {limits.max_file_bytes:,}",
+                             hint="split it, or raise [registry] max_file_bytes to accept it")
         data = path.read_bytes()
     except IsADirectoryError as exc:
         raise InputError(shown, "is a folder where a file was expected") from exc
     except FileNotFoundError as exc:
-        raise InputError(shown, "file not found") from exc
+        raise InputError(shown, "file not found" if not path.is_symlink() else "is a broken symbolic link") from exc
     except OSError as exc:
         raise InputError(shown, f"cannot read file: {exc.strerror or exc}") from exc
     if not data.strip():
@@ -51,13 +60,64 @@ def read_text(path: Path) -> str:
                                 f"(line {line})", hint="convert the file to UTF-8") from exc
 
 
-def load_json(path: Path, text: str | None = None) -> Any:
-    """Parse a JSON file, reporting syntax errors with line and column."""
-    text = read_text(path) if text is None else text
+def parse_json(text: str, limits: Limits, file: str, entry: str | None = None, field: str | None = None) -> Any:
+    """JSON text to Python values, refusing nesting deeper than the limit (the decoder itself recurses)."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise InputError(file, f"{_TOO_DEEP} (Python's JSON decoder gave up)", entry=entry, field=field,
+                         hint=_DEPTH_HINT) from exc
     except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"malformed JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+        where = f" at line {exc.lineno}, column {exc.colno}" if entry is None else f" at column {exc.colno}"
+        raise InputError(file, f"malformed JSON: {exc.msg}{where}", entry=entry, field=field) from exc
+    check_depth(value, limits.max_json_depth, file, entry=entry, field=field)
+    return value
+
+
+def load_json(path: Path, limits: Limits) -> Any:
+    """Parse a JSON file, reporting syntax errors with line and column."""
+    return parse_json(read_text(path, limits), limits, str(path))
+
+
+_TOO_DEEP = "is nested too deeply"
+_DEPTH_HINT = "flatten it, or raise [registry] max_json_depth to accept it"
+
+
+def check_depth(value: Any, limit: int, file: str, *, entry: str | None = None, field: str | None = None) -> None:
+    """Refuse arrays and objects nested deeper than ``limit``, naming where (iterative: no recursion to exhaust)."""
+    stack: list[tuple[Any, int, tuple[str, ...]]] = [(value, 1, ())]
+    while stack:
+        node, depth, where = stack.pop()
+        if isinstance(node, dict):
+            children: Any = ((f".{key}", child) for key, child in node.items())
+        elif isinstance(node, list):
+            children = ((f"[{k}]", child) for k, child in enumerate(node))
+        else:
+            continue
+        if depth > limit:
+            shown = "$" + "".join(where[:8]) + ("…" if len(where) > 8 else "")
+            raise InputError(file, f"{_TOO_DEEP}: more than {limit} levels of arrays and objects at {shown}",
+                             entry=entry, field=field, hint=_DEPTH_HINT)
+        stack.extend((child, depth + 1, (*where, step)) for step, child in children)
+
+
+# C0 controls, DEL and C1 controls: they would reach an operator's terminal as escape sequences (ESC [2J clears it).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LINE_BREAKS = {"\t", "\n", "\r"}
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def text_problem(value: str, *, multiline: bool) -> str | None:
+    """Why this text cannot be stored (a control character, a lone surrogate), else None."""
+    for match in _CONTROL.finditer(value):
+        if not (multiline and match.group() in _LINE_BREAKS):
+            return (f"contains the control character U+{ord(match.group()):04X} at position {match.start()} "
+                    "(terminal control characters are not accepted)")
+    match = _SURROGATE.search(value)
+    if match:
+        return (f"contains an unpaired surrogate U+{ord(match.group()):04X} at position {match.start()} "
+                "(not valid Unicode)")
+    return None
 
 
 class EntryReader:
@@ -107,7 +167,7 @@ class EntryReader:
     def service(self, *, id: str, type: str, name: str, description: str, metadata: dict[str, Any],
                 id_field: str = "id", name_field: str = "name",
                 description_field: str = "description") -> Service:
-        """Check the common rules (known type, sizes) and make the Service."""
+        """Check the common rules (known type, sizes, printable text, bounded metadata) and make the Service."""
         if type not in SERVICE_TYPES:
             self.fail(f"unknown service type {type!r}; expected one of {', '.join(SERVICE_TYPES)}", "type")
         if not id.strip():
@@ -115,6 +175,11 @@ class EntryReader:
         if len(id) > 500 or any(ch in id for ch in "\n\r\t"):
             self.fail("must be a single line of at most 500 characters", id_field)
         name, description = name.strip(), description.strip()
+        for field, value, multiline in ((id_field, id, False), (name_field, name, False),
+                                        (description_field, description, True)):
+            problem = text_problem(value, multiline=multiline)
+            if problem:
+                self.fail(problem, field)
         if not name:
             self.fail("is empty", name_field)
         if not description:
@@ -125,8 +190,21 @@ class EntryReader:
             self.fail(f"is {len(description):,} characters, over the limit of "
                       f"{self.limits.max_description_chars:,} (raise [registry] max_description_chars to accept it)",
                       description_field)
+        self._check_metadata(metadata)
         return Service(id=id.strip(), type=type, name=name, description=description, metadata=metadata,
                        source=self.source)
+
+    def _check_metadata(self, metadata: dict[str, Any]) -> None:
+        """Bounded depth and size, and text that encodes (a lone surrogate would fail only when written)."""
+        check_depth(metadata, self.limits.max_json_depth, self.file, entry=str(self.entry), field="metadata")
+        try:
+            size = len(canonical_json(metadata).encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            self.fail(f"contains an unpaired surrogate U+{ord(exc.object[exc.start]):04X} (not valid Unicode)",
+                      "metadata")
+        if size > self.limits.max_metadata_bytes:
+            self.fail(f"is {size:,} bytes of JSON, over the limit of {self.limits.max_metadata_bytes:,} (raise "
+                      "[registry] max_metadata_bytes to accept it)", "metadata")
 
 
 @lru_cache(maxsize=256)

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, read_text
+from a2x_local.registry.formats._common import EntryReader, Limits, check_depth, read_text
 from a2x_local.registry.types import Service
 
 NAME = "skills"
@@ -16,14 +16,19 @@ SUMMARY = "a folder of SKILL.md files with YAML front matter (name, description)
 BODY_EXCERPT_CHARS = 2000
 
 
-def skill_files(path: Path) -> list[Path]:
-    """SKILL.md files at or under ``path``, in a stable order."""
-    if path.is_file():
-        return [path]
-    return sorted(p for p in path.rglob("SKILL.md") if p.is_file())
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases: `*name` can multiply a few hundred bytes into gigabytes (an alias bomb),
+    and front matter has no use for them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted in front matter",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
 
 
-def _front_matter(path: Path, text: str) -> tuple[dict[str, Any], str]:
+def _front_matter(path: Path, text: str, limits: Limits) -> tuple[dict[str, Any], str]:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise InputError(str(path), "has no YAML front matter (the file must start with a '---' line)")
@@ -32,20 +37,24 @@ def _front_matter(path: Path, text: str) -> tuple[dict[str, Any], str]:
     except StopIteration as exc:
         raise InputError(str(path), "front matter is not closed by a '---' line") from exc
     try:
-        meta = yaml.safe_load("\n".join(lines[1:end]))
+        meta = yaml.load("\n".join(lines[1:end]), Loader=_NoAliasLoader)  # a SafeLoader, minus aliases
+    except RecursionError as exc:
+        raise InputError(str(path), "front matter is nested too deeply",
+                         hint="flatten it, or raise [registry] max_json_depth to accept it") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         raise InputError(str(path), f"front matter is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from exc
     if not isinstance(meta, dict):
         raise InputError(str(path), "front matter must be a mapping of fields (name, description, ...)")
+    check_depth(meta, limits.max_json_depth, str(path), entry="front matter")
     return meta, "\n".join(lines[end + 1:]).strip()
 
 
 def parse_files(files: list[Path], limits: Limits) -> list[Service]:
     services = []
     for file in files:
-        meta, body = _front_matter(file, read_text(file))
+        meta, body = _front_matter(file, read_text(file, limits), limits)
         reader = EntryReader(file, "front matter", meta, limits)
         name = reader.text("name")
         reader.entry = f"skill {name!r}"

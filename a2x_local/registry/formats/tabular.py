@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, read_text
+from a2x_local.registry.formats._common import EntryReader, Limits, parse_json, read_text
 from a2x_local.registry.types import Service
 
 REQUIRED_COLUMNS = ("id", "name", "description")
@@ -27,14 +26,10 @@ def _service(reader: EntryReader, row: dict[str, Any]) -> Service:
 
 def parse_jsonl(path: Path, limits: Limits) -> list[Service]:
     services = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    for number, line in enumerate(read_text(path, limits).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), f"malformed JSON: {exc.msg} at column {exc.colno}",
-                             entry=f"line {number}") from exc
+        row = parse_json(line, limits, str(path), entry=f"line {number}")
         reader = EntryReader(path, f"line {number}", row, limits)
         services.append(_service(reader, row))
     if not services:
@@ -42,8 +37,23 @@ def parse_jsonl(path: Path, limits: Limits) -> list[Service]:
     return services
 
 
+def _field_limit(limits: Limits) -> int:
+    """The csv module refuses fields over 128 KiB by default; a metadata column may hold up to the metadata cap."""
+    return max(csv.field_size_limit(), limits.max_metadata_bytes + 1024, 4 * limits.max_description_chars)
+
+
 def parse_csv(path: Path, limits: Limits) -> list[Service]:
-    rows = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    # The limit is process-wide in the csv module; it only ever grows to what the registry limits allow.
+    csv.field_size_limit(_field_limit(limits))
+    rows = csv.DictReader(io.StringIO(read_text(path, limits), newline=""))
+    try:
+        return _csv_services(path, rows, limits)
+    except csv.Error as exc:
+        raise InputError(str(path), f"malformed CSV: {exc}", entry=f"line {rows.line_num}",
+                         hint="a field larger than [registry] max_metadata_bytes is refused") from exc
+
+
+def _csv_services(path: Path, rows: csv.DictReader, limits: Limits) -> list[Service]:
     header = rows.fieldnames or []
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
@@ -57,11 +67,8 @@ def parse_csv(path: Path, limits: Limits) -> list[Service]:
                              entry=f"line {number}")
         values: dict[str, Any] = {k: v for k, v in row.items() if (v is not None and v != "") or k in REQUIRED_COLUMNS}
         if values.get("metadata"):
-            try:
-                values["metadata"] = json.loads(values["metadata"])
-            except json.JSONDecodeError as exc:
-                raise InputError(str(path), f"is not valid JSON: {exc.msg}", entry=f"line {number}",
-                                 field="metadata") from exc
+            values["metadata"] = parse_json(values["metadata"], limits, str(path), entry=f"line {number}",
+                                            field="metadata")
         reader = EntryReader(path, f"line {number}", values, limits)
         services.append(_service(reader, values))
     if not services:

@@ -23,6 +23,7 @@ from a2x_local.search.llm.prerank import prerank, rank_positions
 from a2x_local.search.llm.prompting import prompt_hash
 from a2x_local.search.llm.rounds import RoundRunner
 from a2x_local.search.llm.selection import SelectionJob, Selector
+from a2x_local.search.llm.staleness import Staleness
 from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
 from a2x_local.taxonomy import Tree
 
@@ -36,7 +37,8 @@ class A2XSearch:
     ranked = False
 
     def __init__(self, tree: Tree, services: Mapping[str, Service], engine: Engine, config: LlmSearchConfig, *,
-                 rescue: Retriever | None = None, ranker: Retriever | None = None, name: str | None = None) -> None:
+                 rescue: Retriever | None = None, ranker: Retriever | None = None, name: str | None = None,
+                 stale: Staleness | None = None) -> None:
         missing = sorted(tree.service_ids() - set(services))
         if missing:
             raise ValueError(f"the tree names {len(missing)} services the registry lacks, e.g. {missing[0]!r}")
@@ -47,6 +49,7 @@ class A2XSearch:
         # Pre-ranking needs both the setting and a ranker; without one (a tree compared by the nightly gate) the
         # groups are shown whole, and describe() says so.
         self.ranker = ranker if config.prerank_min else None
+        self.stale = stale
         self.name = name or ("a2x+rescue" if rescue is not None else "a2x")
         self.index = TreeIndex(tree)
         self.lines = service_lines(services.values(), config)
@@ -115,11 +118,13 @@ class A2XSearch:
                     names[option] = f"other services of {self.tree.node(option[: -len(OTHER_SUFFIX)]).name}"
         return {"method": self.name, "mode": walk.mode, "tree": self.tree.build_id, "rounds": rounds,
                 "visited": list(walk.visited), "direct": list(walk.direct),
-                "decisions": [d.to_dict() for d in walk.decisions], "selection": selection, "names": names}
+                "decisions": [d.to_dict() for d in walk.decisions], "selection": selection, "names": names,
+                **({"stale": self.stale.to_dict()} if self.stale is not None else {})}
 
     def describe(self) -> dict[str, Any]:
         stats = self.tree.stats()
         return {"method": self.name, "tree": self.tree.build_id, "tree_depth": stats.depth,
                 "tree_leaves": stats.leaves, "engine": self.engine.describe(),
                 "config": self.config.model_dump(), "prompts": prompt_hash()[:16], "rescue": self.rescue is not None,
-                "prerank": self.ranker is not None}
+                "prerank": self.ranker is not None,
+                "stale": self.stale.to_dict() if self.stale is not None else None}

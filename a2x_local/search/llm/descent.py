@@ -151,6 +151,14 @@ class Descender:
         budget = positions_budget(len(options), limit, self.config.answer_margin_tokens)
         room = prompt_room(self.engine, messages, budget)
         if room is not None and room < 0:
+            without_query = prompt_room(self.engine, render("descend", mode, cap=cap, path=path, children=listing,
+                                                            query=""), budget)
+            if without_query is not None and without_query >= 0:
+                raise UserError(f"the query is too long for the model's context window"
+                                f" ({self.engine.max_model_len:,} tokens, with the categories of tree node"
+                                f" '{node_id}'): it is {len(query):,} characters", code="QueryTooLong",
+                                hint="shorten the query to what the agent needs, or use a model with a longer"
+                                " context (engine max_model_len)")
             raise UserError(f"the {len(options)} options at tree node '{node_id}' do not fit the model's"
                             f" context window ({self.engine.max_model_len:,} tokens); nothing was sent",
                             hint="use a model with a longer context (engine max_model_len), shorter category lines"

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from a2x_local.llm import as_data
 from a2x_local.registry import Service
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.taxonomy import TreeNode
@@ -69,12 +70,13 @@ def shared_names(services: Iterable[Service]) -> set[str]:
 
 def service_line(service: Service, config: LlmSearchConfig, *, ambiguous: bool = False) -> str:
     """`name: description`: the description cut to the configured length, or in compact lines its first sentence
-    (the full cut when ``ambiguous``: the name alone does not identify the service)."""
-    name = clip(service.name, config.name_chars)
+    (the full cut when ``ambiguous``: the name alone does not identify the service). Service text is data
+    (`as_data`)."""
+    name = clip(as_data(service.name), config.name_chars)
     if config.service_lines == "compact" and not ambiguous:
-        description = clip_words(first_sentence(service.description), config.compact_service_chars)
+        description = clip_words(first_sentence(as_data(service.description)), config.compact_service_chars)
     else:
-        description = clip(service.description, config.service_description_chars)
+        description = clip(as_data(service.description), config.service_description_chars)
     return f"{name}: {description}" if description else name
 
 
@@ -87,7 +89,7 @@ def service_lines(services: Iterable[Service], config: LlmSearchConfig) -> dict[
 
 def name_lines(services: Iterable[Service], config: LlmSearchConfig) -> dict[str, str]:
     """Every service's name alone (cut like every name), for the low-ranked tail of a pre-ranked group."""
-    return {s.id: clip(s.name, config.name_chars) for s in services}
+    return {s.id: clip(as_data(s.name), config.name_chars) for s in services}
 
 
 def shared_opening(descriptions: Sequence[str]) -> str:

@@ -1,8 +1,9 @@
 """The LLM search methods as registry entries: `a2x`, `a2x+rescue`, `full` and `select`.
 
-Each factory reads what it needs from the registry database (the active tree, refused when stale; the services),
-builds its retrieval pre-filter, and only then its engine, so bad input fails before a model loads. Library callers
-that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI passes a model.
+Each factory reads what it needs from the registry database (the active tree, which keeps serving when stale; the
+services), builds its retrieval pre-filter, and only then its engine, so bad input fails before a model loads.
+Library callers that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI
+passes a model.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.db import connect
-from a2x_local.errors import UserError
 from a2x_local.extras import check
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions, make_engine
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
 from a2x_local.search.llm.config import MODES, LlmSearchConfig, llm_search_config
+from a2x_local.search.llm.staleness import Staleness, serving_tree
 from a2x_local.search.methods import MethodSpec, ProgressFactory
 from a2x_local.search.retrieval.config import TextField, retrieval_config
 from a2x_local.search.retrieval.corpus import Corpus, read_corpus
@@ -86,23 +87,18 @@ def engine_for(settings: Settings, options: LlmOptions) -> Engine:
     return make_engine(settings, EngineOptions.of(**options.model_dump(include=set(ENGINE_OPTION_NAMES))))
 
 
-def check_fresh(tree: Tree, registry_fingerprint: str) -> None:
-    """Refuse a tree built for other registry contents: its categories would hide or invent services."""
-    if tree.registry_fingerprint != registry_fingerprint:
-        raise UserError(
-            f"the active tree (id {tree.build_id}) is stale: services were added, removed or changed since it was"
-            " built", hint="rebuild it with `a2x-local build --model ALIAS` (or re-import yours with `a2x-local tree"
-            " import FILE`), then search again; `a2x-local tree list` shows the trees")
-
-
 def load_corpus_and_tree(settings: Settings, db_path: Path, *, tree: bool) -> tuple[Tree | None, Corpus]:
-    """The registry's services and, when asked, its active tree (refused when missing or stale), read together."""
-    with connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+    """The registry's services and, when asked, its active tree (refused when there is none), read together."""
+    with connect(db_path, lock_timeout_s=settings.lock_timeout_s, mode="read") as con:
         corpus = read_corpus(con, db_path)
         active = load_active_tree(con) if tree else None
-    if active is not None:
-        check_fresh(active, corpus.fingerprint)
     return active, corpus
+
+
+def _serving(tree: Tree | None, corpus: Corpus) -> tuple[Tree, Staleness | None]:
+    """A stale tree keeps serving, without the services that are gone (see staleness.py)."""
+    assert tree is not None
+    return serving_tree(tree, set(corpus.ids), corpus.fingerprint)
 
 
 def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
@@ -116,19 +112,20 @@ def _a2x(settings: Settings, db_path: Path, options: A2XOptions, progress: Progr
     config = search_config(settings, options)
     if config.prerank_min:
         check(*DENSE_NEEDS, *BM25_NEEDS, feature="a2x pre-ranking ([search] prerank_min; 0 turns it off)")
-    tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
-    assert tree is not None
+    active, corpus = load_corpus_and_tree(settings, db_path, tree=True)
+    tree, stale = _serving(active, corpus)
     ranker = _retriever(settings, corpus, options, progress) if config.prerank_min else None
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, ranker=ranker)
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, ranker=ranker, stale=stale)
 
 
 def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
             progress: ProgressFactory | None) -> A2XSearch:
     config = search_config(settings, options)
-    tree, corpus = load_corpus_and_tree(settings, db_path, tree=True)
-    assert tree is not None
+    active, corpus = load_corpus_and_tree(settings, db_path, tree=True)
+    tree, stale = _serving(active, corpus)
     retriever = _retriever(settings, corpus, options, progress)
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever, ranker=retriever)
+    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever, ranker=retriever,
+                     stale=stale)
 
 
 def _full(settings: Settings, db_path: Path, options: LlmOptions,

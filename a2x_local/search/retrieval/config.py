@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from a2x_local.llm import EmbeddingAlias
 from a2x_local.settings import SectionConfig, Settings
 
 TextField = Literal["name_description", "description"]
@@ -29,10 +31,11 @@ class RetrievalConfig(SectionConfig):
     section: ClassVar[str] = "retrieval"
 
     embedding_model: str
+    latin_embedding_model: str
+    multilingual_embedding_model: str
+    non_latin_threshold: float = Field(ge=0, le=1)
     text: TextField
     text_params: bool
-    query_prefix: str
-    passage_prefix: str
     embed_batch_size: int = Field(ge=1)
     threads: int = Field(ge=0)
     approximate_above: int = Field(ge=1)
@@ -48,13 +51,22 @@ class RetrievalConfig(SectionConfig):
     split_identifiers: bool
     cjk_bigrams: bool
     rrf_k: float = Field(gt=0)
+    dense_weight: float = Field(ge=0)
+    bm25_weight: float = Field(ge=0)
+    cross_script_bm25_factor: float = Field(ge=0, le=1)
     fusion_depth: int = Field(ge=0)
     default_k: int = Field(ge=1)
+    embedding_models: dict[str, EmbeddingAlias]
 
     def text_options(self) -> TextOptions:
         return TextOptions(text=self.text, params=self.text_params)
 
 
 def retrieval_config(settings: Settings, **overrides: object) -> RetrievalConfig:
-    """The `[retrieval]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    return RetrievalConfig.from_settings(settings, **overrides)
+    """The `[retrieval]` table with ``overrides`` (None values ignored), validated with a readable error; relative
+    alias paths are taken from the models folder."""
+    config = RetrievalConfig.from_settings(settings, **overrides)
+    models = {name: alias.model_copy(update={"path": str(settings.models_dir / alias.path)})
+              if alias.path and not Path(alias.path).expanduser().is_absolute() else alias
+              for name, alias in config.embedding_models.items()}
+    return config.model_copy(update={"embedding_models": models})

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any, Literal
 
 import duckdb
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.registry import Registry, Service
+from a2x_local.registry import Registry, ScriptProfile, Service, script_profile
 from a2x_local.search.methods import ProgressFactory
 from a2x_local.search.retrieval.bm25 import Bm25Index
 from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
@@ -23,7 +24,10 @@ from a2x_local.search.retrieval.index import IndexInfo, IndexStore, content_hash
 from a2x_local.search.retrieval.text import service_texts
 
 EMBEDDING_SETTING = "embedding_model"
-
+# The script measure behind an "auto" choice, recorded by `a2x-local index` (see `choose_embedding`).
+AUTO_EMBEDDING_SETTING = "embedding_model_auto"
+# Hybrid fusion weights tuned for this registry (`a2x-local eval tune`).
+FUSION_SETTING = "fusion_weights"
 
 
 @dataclass
@@ -38,12 +42,19 @@ class Corpus:
     services: list[Service]
     fingerprint: str
     embedding_setting: str | None
+    auto_embedding: dict[str, Any] | None = None
+    fusion_setting: dict[str, Any] | None = None
     _texts: dict[TextOptions, tuple[list[str], str]] = field(default_factory=dict, init=False, repr=False,
                                                               compare=False)
 
     @cached_property
     def ids(self) -> list[str]:
         return [service.id for service in self.services]
+
+    @cached_property
+    def script_profile(self) -> ScriptProfile:
+        """Letters by script over every service's name and description."""
+        return script_profile([f"{service.name}\n{service.description}" for service in self.services])
 
     def texts(self, options: TextOptions) -> list[str]:
         return self._indexed(options)[0]
@@ -68,18 +79,75 @@ def read_corpus(con: duckdb.DuckDBPyConnection, db_path: Path) -> Corpus:
         raise UserError(f"{db_path}: the registry is empty, there is nothing to index or search",
                         hint="load services first: a2x-local ingest PATH")
     setting = registry.get_setting(EMBEDDING_SETTING)
-    return Corpus(db_path, services, registry.fingerprint(), setting if isinstance(setting, str) else None)
+    auto, fusion = registry.get_setting(AUTO_EMBEDDING_SETTING), registry.get_setting(FUSION_SETTING)
+    return Corpus(db_path, services, registry.fingerprint(), setting if isinstance(setting, str) else None,
+                  auto if isinstance(auto, dict) else None, fusion if isinstance(fusion, dict) else None)
 
 
 def load_corpus(db_path: Path, *, lock_timeout_s: float = 30.0) -> Corpus:
     """Read the registry once; an empty registry is a user error (nothing to index or search)."""
-    with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
+    with connect(db_path, lock_timeout_s=lock_timeout_s, mode="read") as con:
         return read_corpus(con, db_path)
 
 
+@dataclass(frozen=True)
+class EmbeddingChoice:
+    """The embedding model of a registry, where that choice came from, and why."""
+
+    spec: str
+    source: Literal["flag", "registry", "configuration", "auto"]
+    reason: str
+    multilingual: bool | None = None      # for "auto": whether the script measure asked for a multilingual model
+    profile: dict[str, Any] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """What `a2x-local index` stores for an automatic choice: the decision, not the model, so a changed
+        `multilingual_embedding_model` applies without re-measuring."""
+        return {"multilingual": self.multilingual, "reason": self.reason, **(self.profile or {})}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.spec, "source": self.source, "reason": self.reason}
+
+
+def _is_auto(config: RetrievalConfig) -> bool:
+    return config.embedding_model.strip().lower() == "auto"
+
+
+def measure_embedding(corpus: Corpus, config: RetrievalConfig) -> EmbeddingChoice:
+    """The "auto" choice from the registry's text: the multilingual model when more than `non_latin_threshold` of
+    its letters are outside the Latin script."""
+    profile = corpus.script_profile
+    share = profile.non_latin_share
+    multilingual = share > config.non_latin_threshold
+    spec = config.multilingual_embedding_model if multilingual else config.latin_embedding_model
+    relation = ">" if multilingual else "<="
+    reason = (f"{share:.0%} of the registry's letters are non-Latin ({relation} {config.non_latin_threshold:.0%}), "
+              f"main language {profile.language}")
+    return EmbeddingChoice(spec, "auto", reason, multilingual, profile.to_dict())
+
+
+def choose_embedding(corpus: Corpus, config: RetrievalConfig, override: str | None = None, *,
+                     remeasure: bool = False) -> EmbeddingChoice:
+    """The model to embed with: a flag, else the registry's own setting, else `[retrieval] embedding_model`; when
+    that is "auto", the choice `a2x-local index` recorded (``remeasure``: measure again), else a fresh measure."""
+    if override:
+        return EmbeddingChoice(override, "flag", "--embedding-model")
+    if corpus.embedding_setting:
+        return EmbeddingChoice(corpus.embedding_setting, "registry", "set by a2x-local index --embedding-model")
+    if not _is_auto(config):
+        return EmbeddingChoice(config.embedding_model, "configuration", "[retrieval] embedding_model")
+    recorded = corpus.auto_embedding
+    if not remeasure and recorded and isinstance(recorded.get("multilingual"), bool):
+        multilingual = recorded["multilingual"]
+        spec = config.multilingual_embedding_model if multilingual else config.latin_embedding_model
+        return EmbeddingChoice(spec, "auto", str(recorded.get("reason", "recorded by a2x-local index")),
+                               multilingual, {k: v for k, v in recorded.items() if k not in ("multilingual", "reason")})
+    return measure_embedding(corpus, config)
+
+
 def embedding_model(corpus: Corpus, config: RetrievalConfig, override: str | None = None) -> str:
-    """The model to embed with: an explicit choice, else the registry's own setting, else the configuration."""
-    return override or corpus.embedding_setting or config.embedding_model
+    """The spec of the model to embed with (see `choose_embedding`)."""
+    return choose_embedding(corpus, config, override).spec
 
 
 def _noop(_: int) -> None:
@@ -95,8 +163,8 @@ def ensure_dense(corpus: Corpus, config: RetrievalConfig, *, model: str | None =
     ids = corpus.ids
     approximate = len(ids) > config.approximate_above
     variant = {
-        "model": str(embedder.path), "model_signature": embedder.signature,
-        "passage_prefix": config.passage_prefix, "text": options.key(),
+        "model": embedder.ref.key, "model_signature": embedder.signature,
+        "passage_prefix": embedder.ref.alias.passage_prefix, "text": options.key(),
         "index": f"hnsw:{config.hnsw_m}:{config.hnsw_ef_construction}" if approximate else "flat",
     }
 

@@ -1,4 +1,4 @@
-"""Dense retrieval: a local sentence-transformers model and a FAISS inner-product index over normalised vectors.
+"""Dense retrieval: a local embedding model and a FAISS inner-product index over normalised vectors.
 
 Vectors are normalised, so inner product is cosine similarity. The index is exact (IndexFlatIP) up to a
 configurable registry size and HNSW above it; on a machine with faiss-gpu and a GPU, exact indexes move to the GPU.
@@ -13,61 +13,58 @@ from typing import Any
 import numpy as np
 
 from a2x_local.errors import UserError
-from a2x_local.llm import load_embedding_model, model_signature, resolve_embedding_model
+from a2x_local.llm import EmbeddingModel, load_embedder, resolve_embedding
 from a2x_local.search.retrieval.config import RetrievalConfig
 
 
 class Embedder:
-    """Encodes queries and service texts into normalised float32 vectors."""
+    """Encodes queries and service texts into normalised float32 vectors with one embedding model (an alias from
+    `[retrieval.embedding_models]` or a sentence-transformers folder), the model's prefixes applied."""
 
     def __init__(self, spec: str, config: RetrievalConfig) -> None:
         self.spec = spec
-        self.path = resolve_embedding_model(spec)
+        self.ref = resolve_embedding(spec, config.embedding_models)
+        self.path = self.ref.location
         self.config = config
         self._signature: str | None = None
-        self._model: Any = None
+        self._model: EmbeddingModel | None = None
 
     @property
     def signature(self) -> str:
         if self._signature is None:
-            self._signature = model_signature(self.path)
+            self._signature = self.ref.signature
         return self._signature
 
     @property
-    def model(self) -> Any:
-        """The loaded model. Device and thread count are decided once, on first use, not on every encode; with
-        `threads` set, torch uses that many threads from then on (0 leaves torch's own choice)."""
-        if self._model is None:
-            if self.config.threads:
-                import torch
+    def identity(self) -> str:
+        """Which weights these are (folder, variant, file signature): what tuned fusion weights are tied to."""
+        return f"{self.ref.key}|{self.signature}"
 
-                torch.set_num_threads(self.config.threads)
-            self._model = load_embedding_model(self.path)
+    @property
+    def model(self) -> EmbeddingModel:
+        """The loaded model. Device and thread count are decided once, on first use, not on every encode; with
+        `threads` set, the backend uses that many CPU threads from then on (0 leaves the library's choice)."""
+        if self._model is None:
+            self._model = load_embedder(self.ref, threads=self.config.threads)
         return self._model
 
     @property
     def dimension(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
-
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self.model.encode(list(texts), batch_size=self.config.embed_batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        return self.model.dimension
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        prefix = self.config.query_prefix
-        return self._encode([prefix + query for query in queries])
+        return self.model.encode(list(queries), query=True, batch_size=self.config.embed_batch_size)
 
     def encode_passages(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Service vectors; ``progress(n)`` is told after each chunk of n texts."""
-        prefix = self.config.passage_prefix
-        texts = [prefix + text for text in texts]
+        texts = list(texts)
+        batch = self.config.embed_batch_size
         if progress is None:
-            return self._encode(texts) if texts else np.zeros((0, self.dimension), np.float32)
-        chunk = self.config.embed_batch_size * 8
+            return self.model.encode(texts, query=False, batch_size=batch)
+        chunk = batch * 8
         parts = []
         for start in range(0, len(texts), chunk):
-            parts.append(self._encode(texts[start:start + chunk]))
+            parts.append(self.model.encode(texts[start:start + chunk], query=False, batch_size=batch))
             progress(len(parts[-1]))
         return np.concatenate(parts) if parts else np.zeros((0, self.dimension), np.float32)
 

@@ -9,10 +9,12 @@ processes building the same index at once both end up with one complete copy.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -54,10 +56,12 @@ class IndexInfo:
     seconds: float
     services: int
     variant: dict[str, Any] = field(default_factory=dict)
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "path": str(self.path), "built": self.built,
-                "seconds": round(self.seconds, 3), "services": self.services, "variant": self.variant}
+                "seconds": round(self.seconds, 3), "services": self.services, "variant": self.variant,
+                "note": self.note}
 
 
 class IndexStore:
@@ -72,30 +76,58 @@ class IndexStore:
     def load_or_build(self, kind: str, variant: dict[str, Any], ids: list[str], content: str,
                       build: Callable[[Path], None], load: Callable[[Path], T], *,
                       force: bool = False) -> tuple[T, IndexInfo]:
-        """Load the current index, or build it with ``build(folder)`` into a temporary folder first."""
+        """Load the current index, or build it with ``build(folder)`` into a temporary folder first.
+
+        A complete folder that fails to load (a corrupted FAISS or BM25 file) is built again; a folder that cannot
+        be written (a read-only registry) gets an index built for this process only."""
         final = self.folder(kind, variant, content)
+        note = None
         if not force and self._complete(final, ids):
-            return load(final), IndexInfo(kind, final, False, 0.0, len(ids), variant)
+            try:
+                return load(final), IndexInfo(kind, final, False, 0.0, len(ids), variant)
+            except Exception as exc:  # any library's way of failing on a damaged file: the cure is the same
+                note = f"rebuilt: the stored index failed to load ({type(exc).__name__}: {str(exc)[:200]})"
         started = time.perf_counter()
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._remove_old_temporaries()
-        tmp = self.root / f"{_TMP_PREFIX}{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
         try:
-            build(tmp)
-            (tmp / IDS).write_text(json.dumps(ids), encoding="utf-8")
-            meta = {"kind": kind, "variant": variant, "content": content, "services": len(ids),
-                    "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    "build_seconds": round(time.perf_counter() - started, 3)}
-            # meta.json is written last: a folder that has it is complete.
-            (tmp / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._remove_old_temporaries()
+            tmp = self.root / f"{_TMP_PREFIX}{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            tmp.mkdir()
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            return self._build_unsaved(kind, variant, ids, content, build, load, started, reason=exc)
+        try:
+            self._fill(tmp, kind, variant, ids, content, build, started)
             self._install(tmp, final)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         self._prune(kind, variant, keep=final)
         seconds = time.perf_counter() - started
-        return load(final), IndexInfo(kind, final, True, seconds, len(ids), variant)
+        return load(final), IndexInfo(kind, final, True, seconds, len(ids), variant, note)
+
+    @staticmethod
+    def _fill(folder: Path, kind: str, variant: dict[str, Any], ids: list[str], content: str,
+              build: Callable[[Path], None], started: float) -> None:
+        build(folder)
+        (folder / IDS).write_text(json.dumps(ids), encoding="utf-8")
+        meta = {"kind": kind, "variant": variant, "content": content, "services": len(ids),
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "build_seconds": round(time.perf_counter() - started, 3)}
+        # meta.json is written last: a folder that has it is complete.
+        (folder / META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+    def _build_unsaved(self, kind: str, variant: dict[str, Any], ids: list[str], content: str,
+                       build: Callable[[Path], None], load: Callable[[Path], T], started: float, *,
+                       reason: OSError) -> tuple[T, IndexInfo]:
+        """The index for this process only, in a throw-away folder: the registry's folder cannot be written."""
+        with tempfile.TemporaryDirectory(prefix="a2x-index-") as scratch:
+            folder = Path(scratch)
+            self._fill(folder, kind, variant, ids, content, build, started)
+            loaded = load(folder)
+        note = f"not saved: {self.root} cannot be written ({reason.strerror or reason}); built for this run only"
+        return loaded, IndexInfo(kind, self.root, True, time.perf_counter() - started, len(ids), variant, note)
 
     def _complete(self, folder: Path, ids: list[str]) -> bool:
         if not (folder / META).is_file():

@@ -1,5 +1,6 @@
-"""`a2x-local index` as one call: store the registry's embedding model (when asked), then bring the dense and BM25
-indexes up to date. Searches do the same lazily; this is for doing it ahead, with a report."""
+"""`a2x-local index` as one call: store the registry's embedding model (when asked) or record the automatic choice,
+then bring the dense and BM25 indexes up to date. Searches do the same lazily; this is for doing it ahead, with a
+report."""
 
 from __future__ import annotations
 
@@ -8,14 +9,25 @@ from typing import Any, Literal
 
 from a2x_local.db import connect, transaction
 from a2x_local.extras import check
-from a2x_local.llm import BUILTIN_MINILM, is_builtin_embedding, resolve_embedding_model
+from a2x_local.llm import resolve_embedding
 from a2x_local.registry import Registry
 from a2x_local.search.methods import ProgressFactory
-from a2x_local.search.retrieval.config import retrieval_config
-from a2x_local.search.retrieval.corpus import EMBEDDING_SETTING, embedding_model, ensure_bm25, ensure_dense, load_corpus
+from a2x_local.search.retrieval.config import RetrievalConfig, retrieval_config
+from a2x_local.search.retrieval.corpus import (
+    AUTO_EMBEDDING_SETTING,
+    EMBEDDING_SETTING,
+    EmbeddingChoice,
+    choose_embedding,
+    ensure_bm25,
+    ensure_dense,
+    load_corpus,
+)
 from a2x_local.search.retrieval.index import IndexInfo, index_root
 from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS
 from a2x_local.settings import Settings
+
+# `--embedding-model` values that clear the registry's own setting (back to the configuration, "auto" by default).
+CLEARING = frozenset({"default", "auto"})
 
 
 @dataclass
@@ -25,41 +37,56 @@ class IndexReport:
     db: str
     services: int
     folder: str
-    embedding_model: str
+    embedding: EmbeddingChoice
     text: str
     indexes: list[IndexInfo]
 
+    @property
+    def embedding_model(self) -> str:
+        return self.embedding.spec
+
+    @property
+    def notice(self) -> str:
+        """One line on the model and why it was chosen."""
+        return f"embedding model: {self.embedding.spec} ({self.embedding.source}: {self.embedding.reason})"
+
     def to_dict(self) -> dict[str, Any]:
         return {"db": self.db, "services": self.services, "folder": self.folder,
-                "embedding_model": self.embedding_model, "text": self.text,
-                "indexes": [info.to_dict() for info in self.indexes]}
+                "embedding_model": self.embedding.spec, "embedding_choice": self.embedding.to_dict(),
+                "text": self.text, "indexes": [info.to_dict() for info in self.indexes]}
 
 
-def _model_setting(spec: str) -> str | None:
-    """What to store for ``--embedding-model``: the built-in name, an absolute path, or None for "default"."""
-    if spec.strip().lower() == "default":
+def _model_setting(spec: str, config: RetrievalConfig) -> str | None:
+    """What to store for ``--embedding-model``: an alias name, an absolute folder path, or None ("default",
+    "auto": follow the configuration). Resolving first means an unusable model fails before anything is stored."""
+    if spec.strip().lower() in CLEARING:
         return None
-    path = resolve_embedding_model(spec)  # fails here, before anything is stored, when the model is not usable
-    return BUILTIN_MINILM if is_builtin_embedding(spec) else str(path)
+    return resolve_embedding(spec, config.embedding_models).stored
 
 
 def build_indexes(settings: Settings, *, embedding_model_spec: str | None = None, text: str | None = None,
                   params: bool | None = None, only: Literal["dense", "bm25"] | None = None, force: bool = False,
                   progress: ProgressFactory | None = None) -> IndexReport:
-    """Set the registry's embedding model (``embedding_model_spec``; "default" clears it), then build the indexes
-    that are missing or stale (``force``: all of them)."""
+    """Set the registry's embedding model (``embedding_model_spec``; "default"/"auto" clear it) or, with none set
+    and `[retrieval] embedding_model = "auto"`, measure the registry's scripts and record the choice; then build
+    the indexes that are missing or stale (``force``: all of them)."""
     needs = {"dense": DENSE_NEEDS, "bm25": BM25_NEEDS, None: DENSE_NEEDS + BM25_NEEDS}[only]
     check(*needs, feature="a2x-local index")
     config = retrieval_config(settings, text=text, text_params=params)
     if embedding_model_spec is not None:
-        value = _model_setting(embedding_model_spec)
+        value = _model_setting(embedding_model_spec, config)
         with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con, transaction(con):
             Registry(con).set_setting(EMBEDDING_SETTING, value)
     corpus = load_corpus(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+    choice = choose_embedding(corpus, config, remeasure=True)
+    if choice.source == "auto":
+        with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con, transaction(con):
+            Registry(con).set_setting(AUTO_EMBEDDING_SETTING, choice.record())
+        corpus.auto_embedding = choice.record()
     infos = []
     if only in (None, "dense"):
         infos.append(ensure_dense(corpus, config, force=force, progress=progress)[2])
     if only in (None, "bm25"):
         infos.append(ensure_bm25(corpus, config, force=force)[1])
-    return IndexReport(str(settings.db_path), len(corpus.services), str(index_root(corpus.db_path)),
-                       embedding_model(corpus, config), config.text_options().key(), infos)
+    return IndexReport(str(settings.db_path), len(corpus.services), str(index_root(corpus.db_path)), choice,
+                       config.text_options().key(), infos)

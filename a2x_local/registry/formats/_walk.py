@@ -1,0 +1,66 @@
+"""Every file under an input folder, or an error: ingest is all or nothing, so nothing may be skipped silently.
+
+`Path.rglob` quietly passes over folders it cannot read and never enters symbolic links to folders; this walk
+follows linked folders (a data folder linked into place is still data), and fails on an unreadable folder, a link
+loop, or a broken link where a service file is expected, naming the path each time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from a2x_local.errors import InputError
+
+SERVICE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".csv"})
+SKILL_FILE = "SKILL.md"
+
+
+def _wanted(name: str) -> bool:
+    return name == SKILL_FILE or Path(name).suffix.lower() in SERVICE_FILE_SUFFIXES
+
+
+def check_name(path: Path) -> None:
+    """A path whose bytes are not UTF-8 decodes to lone surrogates, which nothing downstream can store."""
+    if any("\udc80" <= ch <= "\udcff" for ch in str(path)):
+        raise InputError(ascii(str(path)), "the file name is not valid UTF-8", hint="rename it")
+
+
+def walk_files(folder: Path) -> list[Path]:
+    """Files under ``folder`` that ingest may read (SKILL.md, .json, .jsonl, .csv), sorted; raises on anything
+    it cannot see."""
+    found: list[Path] = []
+    # Each entry: a folder to list and the (device, inode) of the folders above it, to recognise a loop.
+    todo: list[tuple[Path, tuple[tuple[int, int], ...]]] = [(folder, ())]
+    while todo:
+        current, ancestors = todo.pop()
+        check_name(current)
+        try:
+            stat = current.stat()
+            identity = (stat.st_dev, stat.st_ino)
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            raise InputError(str(current), f"cannot read folder: {exc.strerror or exc}",
+                             hint="fix its permissions, or leave it out of the ingest") from exc
+        if identity in ancestors:
+            raise InputError(str(current), "is a symbolic link loop (it leads back to a folder above it)",
+                             hint="remove the link, or ingest the folders it points to directly")
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError as exc:  # ELOOP: a link that points at itself
+                raise InputError(str(path), f"is a symbolic link loop: {exc.strerror or exc}") from exc
+            if is_dir:
+                todo.append((path, (*ancestors, identity)))
+            elif is_file:
+                if _wanted(entry.name):
+                    found.append(path)
+            elif entry.is_symlink() and _wanted(entry.name):
+                raise InputError(str(path), f"is a broken symbolic link (to {os.readlink(path)})",
+                                 hint="fix or remove the link")
+    for path in found:
+        check_name(path)
+    return sorted(found)

@@ -1,0 +1,209 @@
+"""The operations the server offers, whichever way a client comes in (HTTP API, MCP tools, browser page).
+
+Each checks the request against the `[serve]` limits, takes the current snapshot (reloading it when the registry
+or its tree changed), and answers from it; searches go through the batcher. Transports only translate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from a2x_local.errors import A2XError
+from a2x_local.search import SearchRequest, method_spec
+from a2x_local.serve.batching import SearchBatcher
+from a2x_local.serve.errors import BadRequest, ModelCallFailed, NotFound, TimedOut, Unavailable
+from a2x_local.serve.snapshot import Snapshot
+from a2x_local.serve.state import ServerState
+from a2x_local.serve.views import (
+    Health,
+    MethodInfo,
+    NodeView,
+    SearchQuery,
+    SearchResult,
+    ServiceView,
+    TreeView,
+    category_ref,
+    node_view,
+    search_result,
+)
+from a2x_local.taxonomy import Tree
+
+if TYPE_CHECKING:
+    from a2x_local.serve.metrics import Metrics
+
+log = logging.getLogger("a2x_local.serve")
+T = TypeVar("T")
+
+
+class Discovery:
+    """Search, browse and look up services, within the server's limits."""
+
+    def __init__(self, state: ServerState, batcher: SearchBatcher, metrics: Metrics) -> None:
+        self.state = state
+        self.config = state.config
+        self.batcher = batcher
+        self.metrics = metrics
+
+    async def _blocking(self, work: Callable[[], T]) -> T:
+        """Database reads and method builds happen on a worker thread, never on the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(None, work)
+
+    async def snapshot(self) -> Snapshot:
+        if self.state.is_current():
+            return self.state.snapshot
+        return await self._blocking(self.state.current)
+
+    # --- search ---------------------------------------------------------------------------------------------------
+
+    def check_limits(self, text: str, k: int | None, *, what: str = "query",
+                     example: str = "'convert currencies'") -> None:
+        """A request's text and k within the server's limits (400 otherwise): searches and plans alike."""
+        if not text.strip():
+            raise BadRequest(f"the {what} is empty", hint=f"say what the agent needs, e.g. {example}",
+                             code="EmptyQuery")
+        if len(text) > self.config.max_query_chars:
+            raise BadRequest(f"the {what} has {len(text):,} characters; this server accepts at most "
+                             f"{self.config.max_query_chars:,}", hint="shorten it to what the agent needs",
+                             code="QueryTooLong")
+        if k is not None and not 1 <= k <= self.config.max_k:
+            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK")
+
+    def check(self, query: SearchQuery) -> tuple[str, str | None]:
+        """The method and mode the query will run with; anything outside the limits is refused (400)."""
+        self.check_limits(query.query, query.k)
+        name = query.method or self.config.default_method
+        self.state.check_method(name)
+        modes = method_spec(name).modes
+        if query.mode is not None and query.mode not in modes:
+            accepted = ", ".join(modes) if modes else "none (it has no modes)"
+            raise BadRequest(f"method '{name}' does not take mode '{query.mode}'", hint=f"modes: {accepted}",
+                             code="BadMode")
+        return name, query.mode
+
+    async def search(self, query: SearchQuery) -> SearchResult:
+        """One search, batched with whatever else is in flight for the same method."""
+        name, mode = self.check(query)
+        snapshot = await self.snapshot()
+        method = self.state.cached_method(name, snapshot)
+        if method is None:
+            method = await self._blocking(lambda: self.state.method(name, snapshot))
+        request = SearchRequest(query.query.strip(), k=query.k, mode=mode)
+        try:
+            llm = self.state.needs_model(name)
+            concurrency = self.config.llm_batch_concurrency if llm else self.config.retrieval_batch_concurrency
+            scope = getattr(self.state.engine, "participant", None) if llm else None
+            answer = await self.batcher.search(method, request, self.config.request_timeout_s, concurrency, scope)
+        except TimedOut:
+            self.metrics.searches.labels(name, "timeout").inc()
+            raise
+        except A2XError:
+            self.metrics.searches.labels(name, "error").inc()
+            raise
+        except Exception as exc:
+            self.metrics.searches.labels(name, "error").inc()
+            log.error("search with %s failed", name, exc_info=exc)
+            raise ModelCallFailed(f"the search failed: {type(exc).__name__}", hint="see the server's log",
+                                  code="SearchFailed") from exc
+        if answer.error:
+            self.metrics.searches.labels(name, "error").inc()
+            raise ModelCallFailed(f"the model calls of this search failed: {answer.error}",
+                                  hint="try again; if it persists, check the model (a2x-local models check)",
+                                  code="ModelCallFailed")
+        self.metrics.searches.labels(name, "ok").inc()
+        return search_result(name, mode, answer, snapshot.services, chars=self.config.summary_chars,
+                             trace=query.trace)
+
+    async def search_many(self, queries: list[SearchQuery]) -> list[SearchResult]:
+        """Several searches in one call (bounded); all are checked before any runs."""
+        if not queries:
+            raise BadRequest("no searches given", hint='send {"requests": [{"query": "..."}]}', code="EmptyBatch")
+        if len(queries) > self.config.max_requests_per_call:
+            raise BadRequest(f"{len(queries)} searches in one call; this server accepts at most "
+                             f"{self.config.max_requests_per_call}", hint="split them over several calls",
+                             code="BatchTooLarge")
+        for query in queries:
+            self.check(query)
+        outcomes = await asyncio.gather(*(self.search(query) for query in queries), return_exceptions=True)
+        results = []
+        for query, outcome in zip(queries, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome
+                # One search failing leaves the others' answers standing: its own result carries the error.
+                message = outcome.message if isinstance(outcome, A2XError) else "the search failed"
+                name = query.method or self.config.default_method
+                outcome = SearchResult(method=name, mode=query.mode, query=query.query, hits=[], ranked=False,
+                                       error=message)
+            results.append(outcome)
+        return results
+
+    def methods(self) -> list[MethodInfo]:
+        infos = []
+        for name in self.state.offered():
+            spec = method_spec(name)
+            llm = bool(spec.modes)
+            infos.append(MethodInfo(name=name, summary=spec.summary, llm=llm,
+                                    available=not llm or self.state.engine is not None, modes=list(spec.modes),
+                                    default=name == self.config.default_method))
+        return infos
+
+    # --- the tree and the services --------------------------------------------------------------------------------
+
+    def _tree(self, snapshot: Snapshot) -> Tree:
+        if snapshot.tree is None:
+            raise NotFound("this registry has no active tree", code="NoTree",
+                           hint="build one (a2x-local build --model ALIAS) or import one (a2x-local tree import FILE)")
+        return snapshot.tree
+
+    async def node(self, node_id: str) -> NodeView:
+        snapshot = await self.snapshot()
+        tree = self._tree(snapshot)
+        if node_id not in tree.nodes:
+            raise NotFound(f"tree {tree.build_id} has no category '{node_id}'",
+                           hint="start at the root ('root') and follow the children's ids", code="NoSuchCategory")
+        return node_view(tree, node_id, snapshot.services, chars=self.config.summary_chars,
+                         max_services=self.config.max_node_services)
+
+    async def tree(self) -> TreeView:
+        snapshot = await self.snapshot()
+        tree = self._tree(snapshot)
+        root = node_view(tree, tree.root_id, snapshot.services, chars=self.config.summary_chars,
+                         max_services=self.config.max_node_services)
+        return TreeView(build_id=tree.build_id, registry_fingerprint=tree.registry_fingerprint,
+                        stale=snapshot.tree_is_stale, stats=tree.stats().to_dict(), root=root)
+
+    async def service(self, service_id: str) -> ServiceView:
+        snapshot = await self.snapshot()
+        service = snapshot.services.get(service_id)
+        if service is None:
+            raise NotFound(f"no service with id '{service_id}'", code="NoSuchService",
+                           hint="search first; the hits carry the ids")
+        categories = []
+        if snapshot.tree is not None:
+            tree = snapshot.tree
+            for node_id in snapshot.placements.get(service_id, []):
+                categories.append([category_ref(tree, tree.node(n), self.config.summary_chars)
+                                   for n in tree.path(node_id)[1:]])
+        return ServiceView(**service.to_dict(), categories=categories)
+
+    async def health(self) -> Health:
+        try:
+            snapshot = await self.snapshot()
+        except A2XError as exc:
+            raise Unavailable(exc.message, hint=exc.hint) from exc
+        engine = self.state.engine.describe() if self.state.engine is not None else None
+        return Health(status="ok", services=len(snapshot.services), tree=snapshot.build_id,
+                      tree_stale=snapshot.tree_is_stale, generation=snapshot.generation, engine=engine,
+                      methods=[info.name for info in self.methods() if info.available],
+                      problems=dict(self.state.problems))
+
+    def state_numbers(self) -> dict[str, Any]:
+        """For the metrics: what the served snapshot holds (nothing is read from the database)."""
+        snapshot = self.state.latest
+        if snapshot is None:
+            return {}
+        return {"services": len(snapshot.services), "build_id": snapshot.build_id,
+                "generation": snapshot.generation}

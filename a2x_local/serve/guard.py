@@ -1,0 +1,136 @@
+"""The server's front door, for every HTTP request (API, /mcp, page): where it may come from, who may ask, how much.
+
+- Bind address: loopback unless the operator gives a token, or says `--insecure` on purpose.
+- Host header: on a loopback bind only loopback names are served, so a web page elsewhere cannot reach the server
+  through a rebound DNS name (the MCP SDK checks /mcp the same way).
+- Token: `Authorization: Bearer T`, compared in constant time; the page, its static files and /healthz stay open
+  (they carry no registry data; the page asks for the token when the API answers 401).
+- Body size: a body over the limit is refused with 413 before any handler reads it.
+Every refusal is the same JSON as every other error: {"error", "message", "hint"}.
+
+A small ASGI class rather than Starlette's TrustedHostMiddleware and a separate body-size layer, so the three
+checks share one pass over the request and answer in the API's JSON error format.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from typing import Any
+
+from a2x_local.errors import UserError
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+OPEN_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+OPEN_PREFIXES = ("/static/",)
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+Scope = dict[str, Any]
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None, insecure: bool) -> None:
+    """Refuse to listen beyond this machine without a token, unless the operator said --insecure."""
+    if is_loopback(host) or token or insecure:
+        return
+    raise UserError(f"refusing to listen on {host} without a token: anyone who can reach it could read the registry",
+                    hint="give --token T (clients send 'Authorization: Bearer T'), or --insecure if the network is "
+                         "trusted; the default 127.0.0.1 needs neither", code="UnsafeBind")
+
+
+def _host_name(value: str) -> str:
+    """The name of a Host header, without the port (IPv6 literals keep no brackets)."""
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class Guard:
+    """ASGI middleware applying the checks above."""
+
+    def __init__(self, app: Any, *, token: str | None, loopback_only: bool, max_body_bytes: int) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.loopback_only = loopback_only
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", [])}
+        if self.loopback_only and not is_loopback(_host_name(headers.get("host", ""))):
+            await _refuse(send, 400, "BadHost", "this server answers only requests addressed to this machine "
+                          "(localhost / 127.0.0.1)", "use http://127.0.0.1:PORT/")
+            return
+        path = scope.get("path", "")
+        if self.token is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
+            scheme, _, given = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
+                await _refuse(send, 401, "Unauthorized", "a bearer token is required",
+                              "send the header 'Authorization: Bearer TOKEN' with the server's token",
+                              extra=[(b"www-authenticate", b"Bearer")])
+                return
+        if scope.get("method") in _BODY_METHODS:
+            declared = headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+                await _too_large(send, self.max_body_bytes)
+                return
+            body = await _read_body(receive, self.max_body_bytes)
+            if body is None:
+                await _too_large(send, self.max_body_bytes)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send)
+
+
+async def _read_body(receive: Any, limit: int) -> bytes | None:
+    """The whole body, or None as soon as it passes ``limit`` bytes."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """A receive channel that hands the buffered body over once, then waits on the real one (disconnects)."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _too_large(send: Any, limit: int) -> None:
+    await _refuse(send, 413, "TooLarge", f"the request body is larger than {limit:,} bytes",
+                  "send less (one search is a few hundred bytes)")
+
+
+async def _refuse(send: Any, status: int, code: str, message: str, hint: str,
+                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"error": code, "message": message, "hint": hint}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,94 @@
+"""A served registry for the server's tests: the hand-made tree of the search tests (tests/search/a2x_helpers.py)
+with its services, a second tree to switch to, an oracle engine, and servers over them (in-process, or a real
+`a2x-local serve` process on a free loopback port)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from a2x_local.db import connect, transaction
+from a2x_local.llm import Engine
+from a2x_local.registry import Registry
+from a2x_local.serve.config import ServeConfig
+from a2x_local.serve.server import Server, build_server
+from a2x_local.settings import load_settings
+from a2x_local.taxonomy import store
+from a2x_local.taxonomy.types import Tree
+from tests.search.a2x_helpers import make_tree, sample_tree, store_registry_and_tree
+from tests.support.servers import free_port, serving
+
+ROOT = Path(__file__).resolve().parents[2]
+WANTED = {"find hotels": {"h1", "h2"}, "stock prices": {"s1", "s2"}}
+# A second tree over the same services, with other names, to switch to.
+OTHER_SHAPE = {
+    "root": ("Everything", []),
+    "root/1": ("Trips", ["t0", "f1", "f2", "f3", "h1", "h2"]),
+    "root/2": ("Money", ["p1", "p2", "s1", "s2", "s3", "s4"]),
+    "root/3": ("Sky", ["w1", "w2", "w3", "w4", "g1"]),
+}
+# Quick to start: no method is loaded before the first request, and bm25 needs no embedding model.
+TEST_SERVE = {"preload": [], "default_method": "bm25"}
+
+
+def registry_with_trees(db_path: Path) -> tuple[int, int]:
+    """The sample registry with the sample tree active and OTHER_SHAPE stored beside it: (active id, other id)."""
+    active = store_registry_and_tree(db_path, sample_tree())
+    other = store_tree(db_path, make_tree(OTHER_SHAPE))
+    return active, other
+
+
+def store_tree(db_path: Path, tree: Tree, *, activate: bool = False) -> int:
+    with connect(db_path) as con, transaction(con):
+        build_id = store.create_build(con, kind="import", registry_fingerprint=Registry(con).fingerprint(),
+                                      service_count=len(tree.service_ids()), source="test", status="completed")
+        store.save_tree(con, build_id, tree)
+        if activate:
+            store.activate(con, build_id)
+    return build_id
+
+
+def serve_config(**overrides: object) -> ServeConfig:
+    return ServeConfig.defaults(**{**TEST_SERVE, **overrides})
+
+
+def make_server(db_path: Path, engine: Engine | None = None, **overrides: object) -> Server:
+    return build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+
+
+def write_test_config(home: Path) -> Path:
+    """A config file giving a server process the quick-start [serve] settings."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "serve-test.toml"
+    path.write_text('[serve]\npreload = []\ndefault_method = "bm25"\n', encoding="utf-8")
+    return path
+
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from a2x_local.cli import main; main()", *args]
+
+
+def server_env(home: Path) -> dict[str, str]:
+    env = {**os.environ, "A2X_HOME": str(home), "A2X_CONFIG": str(write_test_config(home)),
+           "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("A2X_DB", None)
+    env.pop("A2X_SERVE_TOKEN", None)
+    return env
+
+
+@contextmanager
+def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 120) -> Iterator[str]:
+    """`a2x-local serve` in its own process on a free loopback port; yields its base URL, stops it after."""
+    port = free_port()
+    env = server_env(home)
+    log_path = home / f"server-{port}.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
+                                   env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    with serving(process, f"{url}/healthz", log_path, startup_s):
+        yield url
