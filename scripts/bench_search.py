@@ -85,47 +85,42 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
 
 
 def lever(*, services: int | None = None, categories: int | None = None, boundaries: float = 0.0, direct: int = 0,
-          prerank: int = 0, rest: str = "names", layout: str = "query_last") -> dict[str, Any]:
+          prerank: int = 0, share: float = 0.0, rest: str = "names", layout: str = "query_last",
+          language: str = "always", pack: bool = False) -> dict[str, Any]:
     """[search] overrides for one frontier row: compact lines cut at ``services`` / ``categories`` characters (None:
-    full lines; 0: the whole first sentence), ``prerank`` services described per group (0: off) with the rest held
-    for a ``round`` or by ``names``, direct selection below ``direct`` services (0: off), boundaries above an
-    overlap of ``boundaries``."""
+    full lines; 0: the whole first sentence), max(``prerank``, ``share`` of a group) services described per group
+    (0: off) with the rest held for a ``round`` or by ``names``, direct selection below ``direct`` services (0:
+    off), boundaries above an overlap of ``boundaries``, the cross-language line ``always`` or when needed
+    (``auto``), and a query's groups packed into as few prompts as the cap allows (``pack``)."""
     return {"service_lines": "full" if services is None else "compact", "compact_service_chars": services or 0,
             "category_lines": "full" if categories is None else "compact", "compact_category_chars": categories or 0,
             "boundary_min_overlap": boundaries, "direct_select_below": direct, "prerank_min": prerank,
-            "prerank_share": 0.0, "prerank_rest": rest, "prompt_layout": layout}
+            "prerank_share": share, "prerank_rest": rest, "prompt_layout": layout, "language_line": language,
+            "pack_groups": pack}
 
 
 FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
     "published (levers off)": ("get_all", lever()),
     "query first": ("get_all", lever(layout="query_first")),
-    "compact services 80": ("get_all", lever(services=80)),
+    "language line when needed": ("get_all", lever(language="auto")),
     "compact services 60": ("get_all", lever(services=60)),
-    "compact categories, first sentence": ("get_all", lever(categories=0)),
-    "compact categories 80": ("get_all", lever(categories=80)),
     "compact categories 60": ("get_all", lever(categories=60)),
-    "compact categories 45": ("get_all", lever(categories=45)),
     "compact categories 40": ("get_all", lever(categories=40)),
     "direct selection up to 60": ("get_all", lever(direct=60)),
+    "packed groups": ("get_all", lever(pack=True)),
     "pre-rank 10, rest in a round": ("get_all", lever(prerank=10, rest="round")),
-    "pre-rank 20, rest in a round": ("get_all", lever(prerank=20, rest="round")),
     "pre-rank 30, rest in a round": ("get_all", lever(prerank=30, rest="round")),
-    "pre-rank 10, rest by name": ("get_all", lever(prerank=10)),
-    "pre-rank 5, rest by name": ("get_all", lever(prerank=5)),
-    "compact services 80 + pre-rank 5 by name": ("get_all", lever(services=80, prerank=5)),
-    "compact first sentence/80 + pre-rank 5 by name": ("get_all", lever(categories=0, services=80, prerank=5)),
-    "compact 60/80 + pre-rank 5 by name": ("get_all", lever(categories=60, services=80, prerank=5)),
-    "compact 45/60 + pre-rank 5 by name": ("get_all", lever(categories=45, services=60, prerank=5)),
-    "compact 40/60 + pre-rank 5 by name": ("get_all", lever(categories=40, services=60, prerank=5)),
-    "compact 45/60 + pre-rank 10 in a round": ("get_all", lever(categories=45, services=60, prerank=10,
-                                                                 rest="round")),
-    "compact 45/60 + direct 60 + pre-rank 5 by name": ("get_all", lever(categories=45, services=60, direct=60,
-                                                                         prerank=5)),
+    "pre-rank 5 (10%), rest by name": ("get_all", lever(prerank=5, share=0.1)),
+    "pre-rank 5 (10%) by name, packed": ("get_all", lever(prerank=5, share=0.1, pack=True)),
+    "compact 60/80 + pre-rank 5 (20%) by name": ("get_all", lever(categories=60, services=80, prerank=5,
+                                                                   share=0.2)),
+    "all on, compact 60/80": ("get_all", lever(categories=60, services=80, prerank=5, share=0.1, language="auto",
+                                               pack=True)),
+    "all on, compact 40/60 + direct 60": ("get_all", lever(categories=40, services=60, prerank=5, share=0.1,
+                                                           language="auto", pack=True, direct=60)),
     "defaults": ("get_all", {}),
     "get_one published": ("get_one", lever()),
     "get_one boundaries at overlap 0.3": ("get_one", lever(boundaries=0.3)),
-    "get_one compact 45/60 + boundaries 0.3 + pre-rank 5 by name": ("get_one", lever(
-        categories=45, services=60, boundaries=0.3, prerank=5)),
     "get_one defaults": ("get_one", {}),
 }
 

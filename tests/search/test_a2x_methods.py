@@ -104,7 +104,7 @@ def scripted_a2x():
 def test_cli_json_carries_costs_and_the_trace(db_path, cli, scripted_a2x):
     store_registry_and_tree(db_path, sample_tree())
     code, out, _ = cli("search", "find hotels", "--method", scripted_a2x, "--json",
-                        "--mode", "get_all", "-o", "merge_threshold=0")
+                        "--mode", "get_all", "-o", "merge_threshold=0", "-o", "pack_groups=false")
     assert code == 0
     data = json.loads(out)
     assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]

@@ -19,7 +19,7 @@ def _method(oracle_kwargs=None, config=None, wanted=WANTED, rescue=None):
     tree = sample_tree()
     oracle = Oracle(tree, wanted, **(oracle_kwargs or {}))
     engine = ScriptedEngine(oracle)
-    config = config or LlmSearchConfig.defaults(merge_threshold=0)
+    config = config or LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False)
     method = A2XSearch(tree, sample_services(), engine, config, rescue=rescue)
     return method, engine, oracle
 
@@ -48,7 +48,7 @@ def test_services_of_internal_nodes_are_offered_and_can_be_chosen():
     root = answer.trace["decisions"][0]
     assert root["selected"] == ["root#other"] and not root["fallback"] and answer.trace["visited"] == ["root"]
     listing = oracle.seen[0].messages[1]["content"]
-    assert "4. Other services here: 1 services filed under this category itself" in listing
+    assert "4. Other services here: 1 services filed directly under this category, e.g. tool_g1" in listing
     assert "tool_g1" in listing
     offered = [r.context["options"] for r in oracle.seen if r.context["call"] == "select"]
     assert offered == [["g1"]]
@@ -59,7 +59,7 @@ def test_services_of_internal_nodes_are_offered_and_can_be_chosen():
 
 @pytest.mark.parametrize(("where", "offered_at"), [("all", {"root", "root/1"}), ("none", set())])
 def test_where_own_services_are_an_option_is_a_setting(where, offered_at):
-    method, _, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, other_services_child=where))
+    method, _, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False, other_services_child=where))
     answer = method.search("hotel tonight")
     with_other = {r.context["node"] for r in oracle.seen if r.context["call"] == "descend"
                   and any(o.endswith("#other") for o in r.context["options"])}
@@ -148,7 +148,7 @@ def test_a_prompt_token_budget_halves_groups_until_they_fit():
 
 
 def test_get_one_descends_into_one_category_per_level_and_answers_once():
-    method, engine, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, boundary_min_overlap=0.0))
+    method, engine, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False, boundary_min_overlap=0.0))
     answer = method.search("book a flight and check the rain", mode="get_one")
     descents = [r for r in oracle.seen if r.context["call"] == "descend"]
     assert all(r.context["max_items"] == 1 for r in descents)
@@ -258,7 +258,7 @@ def _garbage(request):
 
 def test_a_query_whose_model_calls_all_failed_carries_an_error():
     method = A2XSearch(sample_tree(), sample_services(), ScriptedEngine(_garbage),
-                       LlmSearchConfig.defaults(merge_threshold=0, other_services_child="none"))
+                       LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False, other_services_child="none"))
     answer = method.search("book a flight")
     # The root's failed answer falls back into Finance, whose answer fails too; g1 (the root's own, no option of
     # its own here) is offered and that selection call fails as well.
@@ -283,7 +283,7 @@ def test_valid_answers_are_no_error_even_when_empty_or_partly_failed():
         return _garbage(request) if request.context.get("group") == "root/2" else oracle(request)
 
     method = A2XSearch(tree, sample_services(), ScriptedEngine(weather_fails),
-                       LlmSearchConfig.defaults(merge_threshold=0))
+                       LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False))
     answer = method.search("book a flight and check the rain")
     failed = [g for g in answer.trace["selection"] if g["error"]]
     assert [g["key"] for g in failed] == ["root/2"]

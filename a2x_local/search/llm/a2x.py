@@ -17,7 +17,8 @@ from a2x_local.registry import Service
 from a2x_local.search.llm.answers import checked_modes, failure, make_answer
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.descent import OTHER_SUFFIX, Descender, Walk, is_other
-from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, path_group, tree_groups
+from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, pack, path_group, tree_groups
+from a2x_local.search.llm.language_hint import LanguageHint, catalogue_texts
 from a2x_local.search.llm.listing import name_lines, service_lines
 from a2x_local.search.llm.prerank import prerank, rank_positions
 from a2x_local.search.llm.prompting import prompt_hash
@@ -50,12 +51,18 @@ class A2XSearch:
         # groups are shown whole, and describe() says so.
         self.ranker = ranker if config.prerank_min else None
         self.stale = stale
+        # A pre-ranked list describes a few services and names the rest, so it may hold more of them.
+        named = self.ranker is not None and config.prerank_rest == "names"
+        self.group_cap = config.named_group_cap if named else config.group_cap
         self.name = name or ("a2x+rescue" if rescue is not None else "a2x")
         self.index = TreeIndex(tree)
         self.lines = service_lines(services.values(), config)
-        self.descender = Descender(tree, engine, config,
+        categories = [text for node in tree.walk() if node.id != tree.root_id for text in (node.name, node.description)]
+        self.language = LanguageHint([*categories, *catalogue_texts(services.values())], config.language_line)
+        self.descender = Descender(tree, engine, config, language=self.language,
                                    service_names={sid: service.name for sid, service in services.items()})
-        self.selector = Selector(self.lines, engine, config, names=name_lines(services.values(), config))
+        self.selector = Selector(self.lines, engine, config, names=name_lines(services.values(), config),
+                                 language=self.language)
 
     def search(self, query: str, mode: str | None = None) -> SearchAnswer:
         return self.search_batch([SearchRequest(query, mode=mode)])[0]
@@ -75,12 +82,14 @@ class A2XSearch:
             extra = [hit.service_id for hit in rescued[q]] if rescued is not None else []
             if walk.mode == "get_one":
                 # One path, one list: the single best service is chosen among all of it in one answer.
-                groups, origin = path_group(walk.reached(self.tree), self.index, extra, self.config.group_cap)
+                groups, origin = path_group(walk.reached(self.tree), self.index, extra, self.group_cap)
             else:
                 groups, origin = tree_groups(walk.reached(self.tree), self.index,
-                                             threshold=self.config.merge_threshold, cap=self.config.group_cap)
+                                             threshold=self.config.merge_threshold, cap=self.group_cap)
+                if self.config.pack_groups:
+                    groups = pack(groups, self.group_cap)
                 if rescued is not None:
-                    groups += extra_group(RESCUE_KEY, extra, origin, self.config.group_cap)
+                    groups += extra_group(RESCUE_KEY, extra, origin, self.group_cap)
             if ranked is not None:
                 groups = prerank(groups, rank_positions(ranked[q]), self.config)
             jobs.append(SelectionJob(walk.query, walk.mode, groups))
@@ -126,5 +135,5 @@ class A2XSearch:
         return {"method": self.name, "tree": self.tree.build_id, "tree_depth": stats.depth,
                 "tree_leaves": stats.leaves, "engine": self.engine.describe(),
                 "config": self.config.model_dump(), "prompts": prompt_hash()[:16], "rescue": self.rescue is not None,
-                "prerank": self.ranker is not None,
+                "prerank": self.ranker is not None, "language": self.language.describe(),
                 "stale": self.stale.to_dict() if self.stale is not None else None}

@@ -11,6 +11,7 @@ from a2x_local.registry import Service
 from a2x_local.search.llm.answers import checked_modes, failure, make_answer
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.grouping import RETRIEVED_KEY, Group, split
+from a2x_local.search.llm.language_hint import LanguageHint, catalogue_texts
 from a2x_local.search.llm.listing import service_lines
 from a2x_local.search.llm.prompting import prompt_hash
 from a2x_local.search.llm.rounds import RoundRunner
@@ -50,7 +51,8 @@ class FullCatalogue:
         self.ids = [service.id for service in services]
         self.engine = engine
         self.config = config
-        self.selector = Selector(service_lines(services, config), engine, config, call_type="full", split=False)
+        self.selector = Selector(service_lines(services, config), engine, config, call_type="full", split=False,
+                                 language=LanguageHint(catalogue_texts(services), config.language_line))
 
     def prompt_tokens(self, query: str = "", mode: str | None = None) -> int:
         """Prompt tokens of the full-catalogue prompt for ``query`` (measured with the engine's tokenizer)."""
@@ -85,7 +87,8 @@ class RetrieveSelect:
         self.retriever = retriever
         self.engine = engine
         self.config = config
-        self.selector = Selector(service_lines(services, config), engine, config)
+        self.selector = Selector(service_lines(services, config), engine, config,
+                                 language=LanguageHint(catalogue_texts(services), config.language_line))
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         if not requests:

@@ -23,6 +23,8 @@ class LlmSearchConfig(SectionConfig):
     default_mode: Mode
     merge_threshold: int = Field(ge=0)
     group_cap: int = Field(ge=1)
+    named_group_cap: int = Field(ge=1)
+    pack_groups: bool
     selection_prompt_tokens: int = Field(ge=0)
     max_children_selected: int = Field(ge=0)
     max_services_selected: int = Field(ge=0)
@@ -41,6 +43,7 @@ class LlmSearchConfig(SectionConfig):
     prerank_rest: Literal["round", "names"]
     prerank_depth: int = Field(ge=1)
     prompt_layout: Literal["query_last", "query_first"]
+    language_line: Literal["auto", "always", "never"]
     other_services_child: Literal["root", "all", "none"]
     other_services_examples: int = Field(ge=0)
     select_top_k: int = Field(ge=1)

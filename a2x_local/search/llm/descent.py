@@ -19,6 +19,7 @@ from typing import Any
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request, Result
 from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
+from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.listing import category_line, clip, confusable, numbered, shared_opening
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import other_services_line, render
@@ -97,8 +98,9 @@ class Descender:
     """Builds descent requests for one tree and walks many queries down it together."""
 
     def __init__(self, tree: Tree, engine: Engine, config: LlmSearchConfig, *,
-                 service_names: Mapping[str, str] | None = None) -> None:
+                 service_names: Mapping[str, str] | None = None, language: LanguageHint | None = None) -> None:
         self.tree = tree
+        self.language = language
         self.engine = engine
         self.config = config
         self.service_names = service_names or {}
@@ -146,13 +148,14 @@ class Descender:
         limit = answer_limit(mode, self.config.max_children_selected, len(options))
         cap = limit if mode != "get_one" and limit < len(options) else None
         path, listing = self._listing(node_id, boundary=mode == "get_one")
-        messages = render("descend", mode, cap=cap, layout=self.config.prompt_layout, path=path, children=listing,
-                          query=query)
+        across = self.language.needed(query) if self.language is not None else True
+        messages = render("descend", mode, cap=cap, layout=self.config.prompt_layout, across_languages=across,
+                          path=path, children=listing, query=query)
         budget = positions_budget(len(options), limit, self.config.answer_margin_tokens)
         room = prompt_room(self.engine, messages, budget)
         if room is not None and room < 0:
-            without_query = prompt_room(self.engine, render("descend", mode, cap=cap, path=path, children=listing,
-                                                            query=""), budget)
+            without_query = prompt_room(self.engine, render("descend", mode, cap=cap, across_languages=across,
+                                                            path=path, children=listing, query=""), budget)
             if without_query is not None and without_query >= 0:
                 raise UserError(f"the query is too long for the model's context window"
                                 f" ({self.engine.max_model_len:,} tokens, with the categories of tree node"

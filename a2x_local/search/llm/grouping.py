@@ -176,6 +176,28 @@ def tree_groups(reached: Iterable[tuple[str, Sequence[str]]], index: TreeIndex, 
     return [group for key in ordered for group in split(key, merged[key], cap)], origin
 
 
+def pack(groups: Sequence[Group], cap: int) -> list[Group]:
+    """One query's groups joined into as few lists as hold at most ``cap`` services each (first fit, largest
+    first): every selection call repeats the instructions and the request, so two lists of 25 cost more than one
+    of 50. Split parts and tagged groups (the rescue) stay as they are; a pack's key joins its groups' keys."""
+    packs: list[list[Group]] = []
+    for group in sorted((g for g in groups if g.parts == 1 and g.key != RESCUE_KEY),
+                        key=lambda g: -len(g.services)):
+        home = next((p for p in packs if sum(len(g.services) for g in p) + len(group.services) <= cap), None)
+        if home is None:
+            packs.append([group])
+        else:
+            home.append(group)
+    order = {id(group): position for position, group in enumerate(groups)}
+    joined = []
+    for members in packs:
+        members.sort(key=lambda g: order[id(g)])
+        joined.append((order[id(members[0])], Group("+".join(g.key for g in members),
+                                                      [s for g in members for s in g.services])))
+    kept = [(order[id(g)], g) for g in groups if g.parts != 1 or g.key == RESCUE_KEY]
+    return [group for _, group in sorted(joined + kept, key=lambda pair: pair[0])]
+
+
 def extra_group(key: str, services: Sequence[str], exclude: Iterable[str], cap: int | None) -> list[Group]:
     """A group from outside the tree (retrieval results), without the services already offered."""
     seen = set(exclude)

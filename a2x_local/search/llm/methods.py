@@ -45,6 +45,8 @@ class LlmOptions(EngineOptions):
     service_description_chars: int | None = Field(None, ge=0, description="description characters per service")
     category_description_chars: int | None = Field(None, ge=0, description="description characters per category")
     service_lines: Literal["full", "compact"] | None = Field(None, description="service lines: full or compact")
+    language_line: Literal["auto", "always", "never"] | None = Field(
+        None, description="the cross-language line: auto (when the request's language differs), always, never")
 
 
 class RetrievalOptions(BaseModel):
@@ -61,6 +63,7 @@ class A2XOptions(LlmOptions, RetrievalOptions):
     direct_select_below: int | None = Field(None, ge=0, description="select directly from subtrees this small")
     prerank_min: int | None = Field(None, ge=0, description="pre-ranking: services shown per group (0: off)")
     prerank_share: float | None = Field(None, ge=0, le=1, description="pre-ranking: share shown of a large group")
+    pack_groups: bool | None = Field(None, description="pack a query's groups into as few selection prompts as fit")
 
 
 class SelectOptions(LlmOptions, RetrievalOptions):

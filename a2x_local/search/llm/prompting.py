@@ -20,7 +20,7 @@ ANSWERS = ("answer_categories", "answer_category", "answer_services", "answer_se
 
 PROMPTS = PromptBook("a2x_local.search.llm", call_types=CALL_TYPES,
                      fragments=(*(f"{step}_{mode}" for step in ("descend", "select") for mode in MODES), *ANSWERS,
-                                "other_services"))
+                                "other_services", "across_languages"))
 
 
 def prompt_hash() -> str:
@@ -40,14 +40,17 @@ def answer_form(call_type: str, mode: str, cap: int | None) -> str:
 
 
 def render(call_type: str, mode: str, *, cap: int | None = None, layout: str = "query_last",
-           **user: object) -> list[dict[str, str]]:
+           across_languages: bool = True, **user: object) -> list[dict[str, str]]:
     """Chat messages for one request: system from (call type, mode, answer form), user from ``user``.
 
     ``cap`` is the most positions the answer may hold when that is fewer than the items offered (None: no cap).
     ``layout`` "query_first" moves the request (the user part's last paragraph) before the list.
+    ``across_languages`` adds the line that tells the model to match across languages (see `LanguageHint`).
     """
     step = "descend" if call_type == "descend" else "select"
+    across = "\n" + PROMPTS.fragment("across_languages") if across_languages else ""
     messages = PROMPTS.render(call_type, system={"instructions": PROMPTS.fragment(f"{step}_{mode}"),
+                                                 "across_languages": across,
                                                  "answer": answer_form(call_type, mode, cap)}, **user)
     if layout == "query_first":
         # The first mark: lists are single lines (no blank line inside them), a query may hold anything.

@@ -18,6 +18,7 @@ from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request
 from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
 from a2x_local.search.llm.grouping import Group
+from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.listing import numbered
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import render
@@ -85,8 +86,10 @@ class Selector:
     """
 
     def __init__(self, lines: Mapping[str, str], engine: Engine, config: LlmSearchConfig, *,
-                 call_type: str = "select", split: bool = True, names: Mapping[str, str] | None = None) -> None:
+                 call_type: str = "select", split: bool = True, names: Mapping[str, str] | None = None,
+                 language: LanguageHint | None = None) -> None:
         self.lines = lines
+        self.language = language
         self.names = names or {}
         self.engine = engine
         self.config = config
@@ -101,8 +104,9 @@ class Selector:
         described = n - group.brief
         listing = numbered([self.lines[s] for s in group.services[:described]]
                            + [self.names[s] for s in group.services[described:]])
-        messages = render(self.call_type, mode, cap=cap, layout=self.config.prompt_layout, services=listing,
-                          query=query)
+        across = self.language.needed(query) if self.language is not None else True
+        messages = render(self.call_type, mode, cap=cap, layout=self.config.prompt_layout, across_languages=across,
+                          services=listing, query=query)
         budget = positions_budget(n, limit, self.config.answer_margin_tokens)
         request = Request(messages=messages, constraint=positions_constraint(n, limit), max_tokens=budget,
                           label=label, temperature=self.config.temperature, seed=self.config.seed,
