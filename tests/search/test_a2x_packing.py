@@ -72,7 +72,8 @@ def test_the_language_line_goes_only_where_request_and_catalogue_differ():
     assert english.needed("明天巴黎的天气怎么样")
     chinese = LanguageHint(_catalogue(["返回一个城市的天气预报", "为指定人数预订餐厅的座位"]))
     assert chinese.needed("what is the weather in Paris tomorrow") and not chinese.needed("明天巴黎的天气怎么样")
-    mixed = LanguageHint(["Returns the weather forecast for a city and the time of day", "返回一个城市的天气预报和当地时间"])
+    mixed = LanguageHint(["Returns the weather forecast for a city and the time of day",
+                          "返回一个城市的天气预报和当地时间"])
     assert mixed.mixed and mixed.needed("what is the weather in Paris tomorrow")
     assert LanguageHint(["anything"], "always").needed("the weather in the city")
     assert not LanguageHint(["anything"], "never").needed("明天巴黎的天气怎么样")

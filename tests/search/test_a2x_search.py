@@ -59,7 +59,8 @@ def test_services_of_internal_nodes_are_offered_and_can_be_chosen():
 
 @pytest.mark.parametrize(("where", "offered_at"), [("all", {"root", "root/1"}), ("none", set())])
 def test_where_own_services_are_an_option_is_a_setting(where, offered_at):
-    method, _, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False, other_services_child=where))
+    method, _, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False,
+                                                                other_services_child=where))
     answer = method.search("hotel tonight")
     with_other = {r.context["node"] for r in oracle.seen if r.context["call"] == "descend"
                   and any(o.endswith("#other") for o in r.context["options"])}
@@ -148,7 +149,8 @@ def test_a_prompt_token_budget_halves_groups_until_they_fit():
 
 
 def test_get_one_descends_into_one_category_per_level_and_answers_once():
-    method, engine, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False, boundary_min_overlap=0.0))
+    method, engine, oracle = _method(config=LlmSearchConfig.defaults(merge_threshold=0, pack_groups=False,
+                                                                     boundary_min_overlap=0.0))
     answer = method.search("book a flight and check the rain", mode="get_one")
     descents = [r for r in oracle.seen if r.context["call"] == "descend"]
     assert all(r.context["max_items"] == 1 for r in descents)
