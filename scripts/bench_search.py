@@ -28,7 +28,7 @@ the oracle and the noisy navigator at `--frontier-error-rate` (0.1), as one tabl
 hit, plotted with matplotlib when `--plot PATH` is given.
 
 Usage: .venv/bin/python scripts/bench_search.py [--policy noisy] [--error-rate 0,0.05,0.1,0.2] [--seed 0]
-       [--tree PATH] [--services FILE] [--queries FILE] [--variants get_all,get_one] [-o KEY=VALUE ...]
+       [--tree PATH] [--data DIR | --services FILE --queries FILE] [--variants get_all,get_one] [-o KEY=VALUE ...]
        [--frontier [--plot docs/search_frontier.png]] [--limit N] [--batch-size 64]
 """
 
@@ -391,8 +391,9 @@ def headline(results: list[dict[str, Any]], name: str, noisy_rate: float) -> dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--services", type=Path, default=DATA / "services.json")
-    parser.add_argument("--queries", type=Path, default=DATA / "queries_dev.json")
+    parser.add_argument("--data", type=Path, default=DATA, help="folder with services.json and queries_dev.json")
+    parser.add_argument("--services", type=Path, default=None, help="services file (default: in --data)")
+    parser.add_argument("--queries", type=Path, default=None, help="queries file (default: in --data)")
     parser.add_argument("--tree", type=Path, default=None, help="an imported tree instead of the scripted build's")
     parser.add_argument("--policy", choices=("oracle", "noisy"), default="oracle")
     parser.add_argument("--error-rate", default="0,0.05,0.1,0.2",
@@ -410,6 +411,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
+    args.services = args.services or args.data / "services.json"
+    args.queries = args.queries or args.data / "queries_dev.json"
     options = parse_option_pairs(args.option)
     if args.frontier:
         picked = [s.strip() for s in args.settings.split(";") if s.strip()] or list(FRONTIER)

@@ -7,16 +7,13 @@ and validates and that costs are reported, never what was found.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 import pytest
 
 from a2x_local.cli import run
 from a2x_local.db import connect
 from a2x_local.evaluation.queries import load_queries
-from a2x_local.llm.base import Engine
 from a2x_local.llm.scripted import ScriptedEngine
-from a2x_local.llm.types import Message, RawOutput, Request
 from a2x_local.registry import Registry, Service
 from a2x_local.registry.ingest import ingest
 from a2x_local.search.llm.baselines import FullCatalogue
@@ -25,7 +22,7 @@ from a2x_local.search.llm.selection import ContextWindowError
 from a2x_local.search.types import SearchRequest
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.scripted_policy import WordPolicy
-from tests.support.engines import patch_make_engine
+from tests.support.engines import SharedEngine, patch_make_engine
 from tests.support.paths import TOOLRET
 
 pytestmark = pytest.mark.engine
@@ -33,29 +30,6 @@ pytestmark = pytest.mark.engine
 
 QUERIES = TOOLRET / "queries_dev.json"
 METHODS = ("a2x", "full", "select", "a2x+rescue")
-
-
-class SharedEngine(Engine):
-    """The session engine behind a wrapper whose close() leaves it running (commands close what they load)."""
-
-    name = "shared-vllm"
-
-    def __init__(self, inner: Engine) -> None:
-        super().__init__()
-        self.inner = inner
-
-    @property
-    def max_model_len(self) -> int | None:
-        return self.inner.max_model_len
-
-    def describe(self) -> dict:
-        return self.inner.describe()
-
-    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return self.inner.count_prompt_tokens(messages)
-
-    def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
-        return self.inner._generate(requests)
 
 
 @pytest.fixture(scope="module")
