@@ -436,9 +436,17 @@ def main() -> None:
         tree, tree_info = get_tree(db, services, args.tree)
         settings = load_settings(db=db)
         configs = [llm_search_config(settings, **{**options, **overrides}) for _, _, overrides, _ in runs]
-        retriever = None
+        retriever, retrieval_ms = None, None
         if any(rescue for *_, rescue in runs) or any(config.prerank_min for config in configs):
             retriever = CachedRetriever(make_method("hybrid", settings, db))
+            # Retrieval is timed on its own (like the engine, it is not the search's overhead): every ranking the
+            # variants ask for is computed here, before any variant's clock starts.
+            started = time.perf_counter()
+            texts = [q.query for q in queries]
+            for k in sorted({c.prerank_depth for c in configs} | {max(c.prerank_depth, c.rescue_top_k) for c in configs}
+                            | {c.rescue_top_k for c in configs}):
+                retriever.retrieve(texts, k)
+            retrieval_ms = round((time.perf_counter() - started) / max(1, len(queries)) * 1000, 3)
         context = {"tree": tree, "services": services, "queries": queries, "settings": settings, "options": options,
                    "retriever": retriever, "registry": registry_info(db), "folder": Path(tmp), "runs": [],
                    "known": {s.id for s in services}, "reader": make_reader() if None in rates else None}
@@ -454,7 +462,7 @@ def main() -> None:
         "simulation": SIMULATION, "policy": "oracle+noisy" if args.frontier else args.policy, "error_rates": rates,
         "seed": args.seed, "queries": len(queries), "batch_size": args.batch_size, "options": options,
         "tree": {**tree.stats().to_dict(), **tree_info},
-        "full_catalogue_prompt_tokens": full_tokens, "results": results,
+        "full_catalogue_prompt_tokens": full_tokens, "retrieval_ms_per_query": retrieval_ms, "results": results,
     }
     baseline = next((r for r in results if r["variant"] == "get_all" and r["error_rate"] == 0.0), None)
     if args.policy == "oracle" and not args.frontier and baseline is not None:
