@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,25 +59,32 @@ def test_ctrl_c_inside_a_command_says_interrupted(cli, registry_db, monkeypatch)
     assert result.json()["error"] == "Interrupted"
 
 
-def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home):
-    code = "import sys; from a2x_local.cli import run; print('ready', flush=True); sys.exit(run(sys.argv[1:]))"
-    child = subprocess.Popen([sys.executable, "-c", code, "search", "--queries", "/dev/stdin", "-m", "bm25",
+def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home, tmp_path):
+    # The queries come through a FIFO: the command blocks opening it until a writer comes, and a non-blocking
+    # writer's open succeeds only once the command (past its imports, inside the run) holds the reading end. Then
+    # it waits in its read, and the signal lands there.
+    fifo = tmp_path / "queries"
+    os.mkfifo(fifo)
+    code = "import sys; from a2x_local.cli import run; sys.exit(run(sys.argv[1:]))"
+    child = subprocess.Popen([sys.executable, "-c", code, "search", "--queries", str(fifo), "-m", "bm25",
                               "--db", str(registry_db), "--json"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)})
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)})
+    writer = None
     try:
-        assert child.stdout.readline().strip() == "ready"     # imports done; it now waits for queries on stdin
-        # stdin stays open until the child has exited, so it can only end by the signal. A signal that lands while
-        # a library it imports holds SIGINT is lost, as a user's first Ctrl-C would be: press again, a few times.
-        for _ in range(12):
-            child.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while writer is None and child.poll() is None and time.monotonic() < deadline:
             try:
-                child.wait(timeout=5)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:   # ENXIO: nobody reads it yet
+                assert exc.errno == errno.ENXIO
+                time.sleep(0.05)
+        assert writer is not None, "the command never opened its query file"
+        child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=60)
     finally:
+        if writer is not None:
+            os.close(writer)
         if child.poll() is None:
             child.kill()
     assert child.returncode == 130, err
