@@ -69,7 +69,10 @@ def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home,
     child = subprocess.Popen([sys.executable, "-c", code, "search", "--queries", str(fifo), "-m", "bm25",
                               "--db", str(registry_db), "--json"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)})
+                             env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)},
+                             # A child inherits an ignored SIGINT (and Python then leaves it ignored); earlier tests
+                             # in this process may have started engines that ignore it, a user's shell does not.
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     writer = None
     try:
         deadline = time.monotonic() + 60
