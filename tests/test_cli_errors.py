@@ -59,6 +59,11 @@ def test_ctrl_c_inside_a_command_says_interrupted(cli, registry_db, monkeypatch)
     assert result.json()["error"] == "Interrupted"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home, tmp_path):
     # The queries come through a FIFO: the command blocks opening it until a writer comes, and a non-blocking
     # writer's open succeeds only once the command (past its imports, inside the run) holds the reading end. Then
@@ -70,9 +75,9 @@ def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home,
                               "--db", str(registry_db), "--json"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)},
-                             # A child inherits an ignored SIGINT (and Python then leaves it ignored); earlier tests
-                             # in this process may have started engines that ignore it, a user's shell does not.
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                             # A child inherits an ignored or blocked SIGINT (and Python then leaves it so); what
+                             # earlier tests started in this process may have left it that way, a user's shell does not.
+                             preexec_fn=_default_sigint)
     writer = None
     try:
         deadline = time.monotonic() + 60
