@@ -205,7 +205,7 @@ def main() -> None:
             health = wait_ready(process, url, log)
             startup = round(time.perf_counter() - started, 1)
             for method in args.methods.split(","):
-                llm = method != "hybrid" and method not in ("dense", "bm25")
+                llm = method not in ("hybrid", "dense", "bm25")
                 per_client = args.llm_requests_per_client if llm else args.retrieval_requests_per_client
                 asyncio.run(load(url, method, queries[-8:], 2, 1))  # warm-up: grammars compiled, caches filled
                 for count in clients:

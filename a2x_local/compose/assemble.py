@@ -119,7 +119,8 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
             depends_on=sorted(incoming[step.id], key=order.__getitem__),
             choice=scored[0] if scored else None, alternatives=scored[1:], error=found.error))
         head = [candidate.id for candidate in scored]
-        rankings.append(head + [service_id for service_id in found.ids if service_id not in set(head)])
+        shown = set(head)
+        rankings.append(head + [service_id for service_id in found.ids if service_id not in shown])
     services = list(dict.fromkeys(chosen_by_step[step_id] for group in groups for step_id in group
                                   if step_id in chosen_by_step))
     return Assembly(plan_steps, edges, groups, services, rankings)

@@ -64,11 +64,7 @@ def tree_categories(tree: Tree | None) -> dict[str, frozenset[str]]:
     for node_id, node in tree.nodes.items():
         if node_id == tree.root_id:
             continue
-        chain = set()
-        current: str | None = node_id
-        while current is not None and current != tree.root_id:
-            chain.add(current)
-            current = tree.nodes[current].parent
+        chain = set(tree.path(node_id)) - {tree.root_id}
         for service_id in node.services:
             found.setdefault(service_id, set()).update(chain)
     return {service_id: frozenset(nodes) for service_id, nodes in found.items()}

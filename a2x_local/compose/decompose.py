@@ -8,7 +8,6 @@ services a first search found shown as hints.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_mod
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.types import Step
 from a2x_local.llm import Engine, JsonConstraint, Request
+from a2x_local.llm import as_data as data_text
 from a2x_local.prompts import PromptBook
 
 DECOMPOSE, DECOMPOSE_SAD = "decompose", "decompose_hinted"
@@ -26,7 +26,6 @@ LABELS = {DECOMPOSE: "decompose", DECOMPOSE_SAD: "decompose_sad"}   # call types
 PROMPTS = PromptBook("a2x_local.compose", call_types=(DECOMPOSE, DECOMPOSE_SAD))
 # Per step: the JSON keys, quotes and an id list beside the task text.
 _STEP_OVERHEAD_CHARS = 48
-_TAG = re.compile(r"</?\s*(?:request|services)\s*>", re.IGNORECASE)
 
 
 def prompt_hash() -> str:
@@ -77,9 +76,9 @@ def answer_budget(config: ComposeConfig) -> int:
 
 
 def as_data(text: str, limit: int) -> str:
-    """Request or service text as it goes between the prompt's tags: one cut to ``limit`` characters, with any
-    copy of the tags defused so the text cannot close its own block."""
-    text = _TAG.sub(lambda match: match.group(0).replace("<", "‹").replace(">", "›"), text.strip())
+    """Request or service text as it goes between the prompt's tags: one cut to ``limit`` characters, defused by
+    the shared `a2x_local.llm.as_data` (control markers removed, copies of the tags made harmless)."""
+    text = data_text(text.strip())
     return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from a2x_local.compose.assemble import merged_ranking
 from a2x_local.compose.types import Step
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -39,14 +40,7 @@ def copied_steps(steps: Sequence[Step], hint_names: Sequence[str]) -> list[str]:
 
 def hint_ids(rankings: Sequence[Sequence[str]], count: int) -> list[str]:
     """The top ``count`` services over a request's steps, taken in turns (rank 1 of every step first)."""
-    picked: list[str] = []
-    for rank in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
-            if rank < len(ranking) and ranking[rank] not in picked:
-                picked.append(ranking[rank])
-                if len(picked) == count:
-                    return picked
-    return picked
+    return merged_ranking((), rankings, count)
 
 
 def hint_names(ids: Sequence[str], names: Mapping[str, str]) -> list[str]:

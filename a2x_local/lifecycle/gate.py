@@ -52,23 +52,24 @@ class GateResult:
                 "passed": self.passed, "queries": self.queries, "runs": self.runs}
 
 
-def _hit(settings: Settings, tree: Tree, services: dict[str, Service], engine: Engine, queries_file: Path,
-         out: Path) -> tuple[float, int]:
-    config = evaluation_config(settings)
-    registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
-    method = tree_search(settings, tree, services, engine)
-    plan = plan_run(method="a2x", options={"tree": tree.build_id}, mode=None, k=10, queries_file=queries_file,
-                    registry=registry, config=config, out=out, method_info=describe_method(method, "a2x"))
-    summary = run_evaluation(method, load_queries(queries_file), plan, registry, config, fresh=True, plots=False)
-    return round(100.0 * summary["hit_rate"], 4), summary["queries"]["scored"]
-
-
 def run_gate(settings: Settings, *, candidate: Tree, active: Tree, services: dict[str, Service], engine: Engine,
              queries_file: Path, max_drop: float, out_dir: Path) -> GateResult:
-    """Evaluate both trees on ``queries_file`` (run folders under ``out_dir``) and compare their hit rates."""
+    """Evaluate both trees on ``queries_file`` (run folders under ``out_dir``) and compare their hit rates; the
+    queries are read and the registry identified once for both."""
     serving = without_services(active, set(active.service_ids()) - set(services))
     runs = {"candidate": str(out_dir / f"tree-{candidate.build_id}"),
             "active": str(out_dir / f"tree-{active.build_id}")}
-    active_hit, scored = _hit(settings, serving, services, engine, queries_file, Path(runs["active"]))
-    candidate_hit, _ = _hit(settings, candidate, services, engine, queries_file, Path(runs["candidate"]))
+    config = evaluation_config(settings)
+    registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+    queries = load_queries(queries_file)
+
+    def hit(tree: Tree, out: Path) -> tuple[float, int]:
+        method = tree_search(settings, tree, services, engine)
+        plan = plan_run(method="a2x", options={"tree": tree.build_id}, mode=None, k=10, queries_file=queries_file,
+                        registry=registry, config=config, out=out, method_info=describe_method(method, "a2x"))
+        summary = run_evaluation(method, queries, plan, registry, config, fresh=True, plots=False)
+        return round(100.0 * summary["hit_rate"], 4), summary["queries"]["scored"]
+
+    active_hit, scored = hit(serving, Path(runs["active"]))
+    candidate_hit, _ = hit(candidate, Path(runs["candidate"]))
     return GateResult(candidate.build_id, active.build_id, candidate_hit, active_hit, max_drop, scored, runs)

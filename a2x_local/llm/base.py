@@ -56,11 +56,13 @@ class Engine(ABC):
         """Prompt tokens for these messages; engines with their own tokenizer override this."""
         return count_chat_tokens(messages)
 
-    def prompt_room(self, messages: Sequence[Message], budget: int) -> int | None:
-        """Tokens the context window leaves after this prompt and an answer of ``budget`` tokens (negative: it does
-        not fit), or None when the window is unknown. Exact counting runs only when the cheap bound says the prompt
-        might not fit."""
+    def prompt_room(self, messages: Sequence[Message], budget: int, limit: int | None = None) -> int | None:
+        """Tokens the context window (and ``limit``, a prompt budget below it) leaves after this prompt and an answer
+        of ``budget`` tokens (negative: it does not fit), or None when neither is known. Exact counting runs only
+        when the cheap bound says the prompt might not fit."""
         window = self.max_model_len
+        if limit and limit > 0:
+            window = min(window, limit + budget) if window else limit + budget
         if not window:
             return None
         bound = prompt_tokens_bound(messages)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from a2x_local.errors import A2XError
-from a2x_local.search import SearchRequest, method_spec
+from a2x_local.search import SearchRequest, method_names, method_spec
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.errors import BadRequest, ModelCallFailed, NotFound, TimedOut, Unavailable
 from a2x_local.serve.snapshot import Snapshot
@@ -142,7 +142,7 @@ class Discovery:
 
     def methods(self) -> list[MethodInfo]:
         infos = []
-        for name in self.state.offered():
+        for name in method_names():
             spec = method_spec(name)
             llm = bool(spec.modes)
             infos.append(MethodInfo(name=name, summary=spec.summary, llm=llm,

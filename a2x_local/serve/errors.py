@@ -12,19 +12,11 @@ class ServeError(A2XError):
 
 
 class BadRequest(ServeError):
-    status = 400
-
-
-class Unauthorized(ServeError):
-    status = 401
+    pass
 
 
 class NotFound(ServeError):
     status = 404
-
-
-class TooLarge(ServeError):
-    status = 413
 
 
 class ModelCallFailed(ServeError):

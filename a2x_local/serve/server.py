@@ -65,16 +65,16 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
-    holder: dict[str, Any] = {}
-    metrics = Metrics(usage=lambda: holder["state"].engine.usage if holder["state"].engine is not None else None,
-                      state=lambda: holder["discovery"].state_numbers())
+    # The lambdas read `shared` and `discovery` when /metrics is scraped, after both are set below.
+    metrics = Metrics(usage=lambda: shared.usage if shared is not None else None,
+                      state=lambda: discovery.state_numbers())
     if engine is None and wants_engine(engine_options):
         engine = make_engine(settings, engine_options)
     shared = None
     if engine is not None:
         shared = SharedRounds(engine, window_s=config.engine_window_ms / 1000, max_prompts=config.engine_max_prompts,
                               on_round=metrics.engine_batch.observe)
-    state = holder["state"] = ServerState(settings, config, shared)
+    state = ServerState(settings, config, shared)
     try:
         state.start()
     except BaseException:
@@ -83,7 +83,7 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
     batcher = SearchBatcher(window_s=config.batch_window_ms / 1000, max_batch=config.max_batch,
                             concurrency=config.llm_batch_concurrency,
                             on_batch=lambda method, size: metrics.search_batch.labels(method).observe(size))
-    discovery = holder["discovery"] = Discovery(state, batcher, metrics)
+    discovery = Discovery(state, batcher, metrics)
     planning = Planning(discovery)
     return Server(config, state, discovery, planning, build_mcp(discovery, planning))
 

@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -60,7 +60,6 @@ class Snapshot:
     identity: Identity
     services: dict[str, Service]
     tree: Tree | None
-    loaded_at: float = field(default_factory=time.time)
 
     @property
     def fingerprint(self) -> str:

@@ -121,10 +121,6 @@ class ServerState:
             return self.snapshot
 
     @property
-    def identity(self) -> Identity:
-        return self.snapshot.identity
-
-    @property
     def runtime_settings(self) -> Settings:
         """The settings methods are built with: a short wait for a busy database, as a server needs."""
         return self._runtime_settings
@@ -135,16 +131,14 @@ class ServerState:
 
     # --- the methods ----------------------------------------------------------------------------------------------
 
-    def offered(self) -> list[str]:
-        return method_names()
-
     def needs_model(self, name: str) -> bool:
         return bool(method_spec(name).modes)
 
     def check_method(self, name: str) -> None:
         """Refuse unknown methods, and LLM methods on a server without a model, before anything is built."""
-        if name not in self.offered():
-            raise BadRequest(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(self.offered())}",
+        offered = method_names()
+        if name not in offered:
+            raise BadRequest(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(offered)}",
                              code="UnknownMethod")
         if self.needs_model(name) and self.engine is None:
             raise Unavailable(f"method '{name}' needs a model, and this server runs without one",

@@ -29,14 +29,6 @@ def is_official(data: Any) -> bool:
             and "format" not in data)
 
 
-def official_paths(path: Path) -> tuple[Path, Path] | None:
-    """(taxonomy.json, class.json) when ``path`` is such a folder or its taxonomy.json; else None."""
-    folder = path if path.is_dir() else path.parent
-    if path.is_dir() or path.name == TAXONOMY_FILE:
-        return folder / TAXONOMY_FILE, folder / CLASS_FILE
-    return None
-
-
 def _natural(category_id: str) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in _DIGITS.split(category_id)]
 

@@ -6,16 +6,12 @@ import copy
 
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy import overfull_leaves, resplit_nodes
-from a2x_local.taxonomy.builder import Builder
-from a2x_local.taxonomy.state import BuildState
 from tests.lifecycle.world import World, services, world_config
+from tests.taxonomy.helpers import build
 
 
 def built_tree(service_list, config):
-    state = BuildState.start(sorted(s.id for s in service_list))
-    builder = Builder(state, {s.id: s for s in service_list}, config, ScriptedEngine(World()))
-    while not builder.finished:
-        builder.step()
+    state, _ = build(service_list, config, World())
     return state.tree("fp")
 
 

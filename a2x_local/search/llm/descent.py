@@ -23,7 +23,7 @@ from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.listing import category_line, clip, confusable, numbered, shared_opening
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import other_services_line, render
-from a2x_local.search.llm.rounds import RoundRunner, prompt_room
+from a2x_local.search.llm.rounds import RoundRunner
 from a2x_local.taxonomy import Tree
 
 DESCEND_LABEL = "descend"
@@ -152,10 +152,10 @@ class Descender:
         messages = render("descend", mode, cap=cap, layout=self.config.prompt_layout, across_languages=across,
                           path=path, children=listing, query=query)
         budget = positions_budget(len(options), limit, self.config.answer_margin_tokens)
-        room = prompt_room(self.engine, messages, budget)
+        room = self.engine.prompt_room(messages, budget)
         if room is not None and room < 0:
-            without_query = prompt_room(self.engine, render("descend", mode, cap=cap, across_languages=across,
-                                                            path=path, children=listing, query=""), budget)
+            without_query = self.engine.prompt_room(render("descend", mode, cap=cap, across_languages=across,
+                                                           path=path, children=listing, query=""), budget)
             if without_query is not None and without_query >= 0:
                 raise UserError(f"the query is too long for the model's context window"
                                 f" ({self.engine.max_model_len:,} tokens, with the categories of tree node"

@@ -179,23 +179,24 @@ def tree_groups(reached: Iterable[tuple[str, Sequence[str]]], index: TreeIndex, 
 def pack(groups: Sequence[Group], cap: int) -> list[Group]:
     """One query's groups joined into as few lists as hold at most ``cap`` services each (first fit, largest
     first): every selection call repeats the instructions and the request, so two lists of 25 cost more than one
-    of 50. Split parts and tagged groups (the rescue) stay as they are; a pack's key joins its groups' keys."""
-    packs: list[list[Group]] = []
-    for group in sorted((g for g in groups if g.parts == 1 and g.key != RESCUE_KEY),
-                        key=lambda g: -len(g.services)):
-        home = next((p for p in packs if sum(len(g.services) for g in p) + len(group.services) <= cap), None)
+    of 50. Split parts and tagged groups (the rescue) stay as they are; a pack's key joins its groups' keys, and a
+    pack keeps its groups in their order and takes the place of its first."""
+    packable = [i for i, g in enumerate(groups) if g.parts == 1 and g.key != RESCUE_KEY]
+    packs: list[list[int]] = []
+    sizes: list[int] = []
+    for i in sorted(packable, key=lambda i: -len(groups[i].services)):
+        size = len(groups[i].services)
+        home = next((p for p, used in enumerate(sizes) if used + size <= cap), None)
         if home is None:
-            packs.append([group])
+            packs.append([i])
+            sizes.append(size)
         else:
-            home.append(group)
-    order = {id(group): position for position, group in enumerate(groups)}
-    joined = []
-    for members in packs:
-        members.sort(key=lambda g: order[id(g)])
-        joined.append((order[id(members[0])], Group("+".join(g.key for g in members),
-                                                      [s for g in members for s in g.services])))
-    kept = [(order[id(g)], g) for g in groups if g.parts != 1 or g.key == RESCUE_KEY]
-    return [group for _, group in sorted(joined + kept, key=lambda pair: pair[0])]
+            packs[home].append(i)
+            sizes[home] += size
+    joined = {min(members): Group("+".join(groups[i].key for i in sorted(members)),
+                                  [s for i in sorted(members) for s in groups[i].services]) for members in packs}
+    taken = set(packable)
+    return [joined.get(i, group) for i, group in enumerate(groups) if i in joined or i not in taken]
 
 
 def extra_group(key: str, services: Sequence[str], exclude: Iterable[str], cap: int | None) -> list[Group]:

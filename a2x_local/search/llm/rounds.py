@@ -50,26 +50,3 @@ class RoundRunner:
         for owner, rounds in depth.items():
             self.ledgers[owner].rounds += rounds
         return results
-
-
-# ChatML adds a handful of special and role tokens per message; this bounds them from above.
-_TEMPLATE_TOKENS_PER_MESSAGE = 8
-
-
-def prompt_room(engine: Engine, messages: Sequence[dict[str, str]] | Sequence, budget: int,
-                limit: int | None = None) -> int | None:
-    """Tokens left after this prompt and its answer budget, within the context window and ``limit`` (a prompt
-    budget below the window), or None when neither is known.
-
-    Exact counting costs a tokenizer pass, so it runs only when a cheap upper bound (one token per UTF-8 byte,
-    true of every byte-level tokenizer) says the prompt might not fit.
-    """
-    window = engine.max_model_len
-    if limit and limit > 0:
-        window = min(window, limit + budget) if window else limit + budget
-    if not window:
-        return None
-    bound = sum(len(m["content"].encode()) + _TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + 2
-    if bound + budget <= window:
-        return window - bound - budget
-    return window - engine.count_prompt_tokens(messages) - budget

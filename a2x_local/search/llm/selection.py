@@ -22,7 +22,7 @@ from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.listing import numbered
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import render
-from a2x_local.search.llm.rounds import RoundRunner, prompt_room
+from a2x_local.search.llm.rounds import RoundRunner
 
 FINAL_KEY = "picks"
 
@@ -115,7 +115,7 @@ class Selector:
         # The prompt budget keeps selection prompts short (accuracy drops in long lists); the full-catalogue
         # baseline is one prompt by definition, so only the context window bounds it.
         limit = self.config.selection_prompt_tokens if self.split else None
-        return request, prompt_room(self.engine, messages, budget, limit)
+        return request, self.engine.prompt_room(messages, budget, limit)
 
     def _fitted(self, job: int, query: str, mode: str, group: Group, label: str) -> list[_Planned]:
         """Requests for a group, halved until each fits the context window (or an error when it may not split)."""
@@ -163,7 +163,7 @@ class Selector:
         offered: list[list[Group]] = [[] for _ in jobs]
         self._round([planned for j, job in enumerate(jobs) for group in job.groups
                      for planned in self._fitted(j, job.query, job.mode, group, label)], runner, selections, offered)
-        resting = [j for j, job in enumerate(jobs) if _wants_rest(job, selections[j])]
+        resting = {j for j, job in enumerate(jobs) if _wants_rest(job, selections[j])}
         second: list[_Planned] = []
         for j, job in enumerate(jobs):
             if j in resting:
@@ -172,8 +172,8 @@ class Selector:
             else:
                 second += self._followups(j, job, selections[j], offered[j])
         self._round(second, runner, selections, offered)
-        self._round([planned for j in resting for planned in self._followups(j, jobs[j], selections[j], offered[j])],
-                    runner, selections, offered)
+        third = [planned for j in sorted(resting) for planned in self._followups(j, jobs[j], selections[j], offered[j])]
+        self._round(third, runner, selections, offered)
         for job, selection in zip(jobs, selections, strict=True):
             selection.selected = _chosen(job.mode, selection.calls, label)
         return selections

@@ -18,7 +18,7 @@ from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import Corpus
 from a2x_local.search.retrieval.dense import DenseIndex, Embedder
 from a2x_local.search.retrieval.fusion import fuse_rows
-from a2x_local.search.retrieval.weights import FusionWeights, fusion_weights
+from a2x_local.search.retrieval.weights import FusionWeights
 from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
 
 
@@ -119,11 +119,11 @@ class HybridRetriever(RetrieverMethod):
     name = "hybrid"
 
     def __init__(self, corpus: Corpus, config: RetrievalConfig, dense: DenseRetriever, bm25: Bm25Retriever,
-                 weights: FusionWeights | None = None) -> None:
+                 weights: FusionWeights) -> None:
         super().__init__(corpus, config)
         self.dense = dense
         self.bm25 = bm25
-        self.weights = weights or fusion_weights(config, None, dense.embedder.identity)
+        self.weights = weights
 
     def depth(self, k: int) -> int:
         """How far down each ranking enters the fusion: the configured depth (0 = all), never less than k."""
