@@ -13,13 +13,9 @@ from a2x_local.lifecycle.lock import NightlyLock
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy import list_builds
-from tests.lifecycle.world import World, service, services, world_config
+from tests.lifecycle.world import BASE, World, service, services, write_world_config
 from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry
-
-BASE = {"weather": ["rain", "snow"], "travel": ["flight", "hotel"], "music": ["jazz", "rock"]}
-KEYS = ("leaf_max_services", "max_depth", "max_children", "keyword_path_min_services", "keyword_merge",
-        "assign_batch_size", "cross_domain", "refine_passes")
 
 
 class Confused(World):
@@ -53,10 +49,7 @@ def write_queries(path: Path) -> Path:
 @pytest.fixture
 def night(home, monkeypatch):
     """The scripted model behind every `make_engine` (``night.rule`` can be swapped between runs)."""
-    config = world_config().thresholds()
-    home.mkdir(parents=True, exist_ok=True)
-    lines = [f"{k} = {str(config[k]).lower() if isinstance(config[k], bool) else repr(config[k])}" for k in KEYS]
-    (home / "config.toml").write_text("[build]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    write_world_config(home)
 
     class Night:
         rule = World()

@@ -14,15 +14,11 @@ from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import active_build_id, get_build, list_builds, load_active_tree, load_tree
 from a2x_local.taxonomy.runner import run_build
-from tests.lifecycle.world import World, service, services, world_config
+from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
 from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry
 
-BASE = {"weather": ["rain", "snow"], "travel": ["flight", "hotel"], "music": ["jazz", "rock"]}
 CONFIG = world_config()
-THRESHOLDS = {key: CONFIG.thresholds()[key] for key in ("leaf_max_services", "max_depth", "max_children",
-                                                        "keyword_path_min_services", "keyword_merge",
-                                                        "assign_batch_size", "cross_domain", "refine_passes")}
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +32,7 @@ def template(tmp_path_factory):
 @pytest.fixture
 def built(template, db_path, home):
     shutil.copy(template, db_path)
-    home.mkdir(parents=True, exist_ok=True)
-    toml = "\n".join(f"{k} = {str(v).lower() if isinstance(v, bool) else repr(v)}" for k, v in THRESHOLDS.items())
-    (home / "config.toml").write_text(f"[build]\n{toml}\n", encoding="utf-8")
+    write_world_config(home)
     return load_settings(db=db_path)
 
 

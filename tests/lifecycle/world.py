@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from a2x_local.llm import Request
 from a2x_local.registry import Service
@@ -99,3 +100,19 @@ class World:
         asked = words(context["query"])
         chosen = [str(k) for k, s in enumerate(context["options"], start=1) if set(parts(s)[:2]) <= asked]
         return ",".join(chosen[: context["max_items"]]) or "NONE"
+
+
+# Three domains of two topics each: the registry the lifecycle tests grow and shrink.
+BASE = {"weather": ["rain", "snow"], "travel": ["flight", "hotel"], "music": ["jazz", "rock"]}
+# The build settings a command run in these tests must read from config.toml to build what World answers.
+WORLD_KEYS = ("leaf_max_services", "max_depth", "max_children", "keyword_path_min_services", "keyword_merge",
+              "assign_batch_size", "cross_domain", "refine_passes")
+
+
+def write_world_config(home: Path) -> None:
+    """``home``/config.toml with the `[build]` keys of `world_config()`, for commands that load their settings."""
+    thresholds = world_config().thresholds()
+    lines = [f"{k} = {str(thresholds[k]).lower() if isinstance(thresholds[k], bool) else repr(thresholds[k])}"
+             for k in WORLD_KEYS]
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[build]\n" + "\n".join(lines) + "\n", encoding="utf-8")

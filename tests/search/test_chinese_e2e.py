@@ -7,19 +7,16 @@ through every prompt, answer and index, never what was found.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from a2x_local.db import connect
-from a2x_local.registry import Service
 from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.language import category_language
 from a2x_local.taxonomy.runner import run_build
 from tests.support.paths import TOOLRET_ZH
-from tests.support.registries import make_registry
+from tests.support.registries import make_registry, services_from
 from tests.taxonomy.helpers import small_config
 
 pytestmark = pytest.mark.engine
@@ -27,14 +24,9 @@ pytestmark = pytest.mark.engine
 QUERIES = ["我想在银行开一个新账户", "查询明天北京的天气", "帮我预订一家酒店"]
 
 
-def _services() -> list[Service]:
-    data = json.loads((TOOLRET_ZH / "services.json").read_text(encoding="utf-8"))[:30]
-    return [Service(d["id"], d["type"], d["name"], d["description"], d.get("metadata", {})) for d in data]
-
-
 def test_a_chinese_registry_builds_and_answers_chinese_queries(tmp_path, vllm_engine, monkeypatch):
     monkeypatch.setenv("A2X_HOME", str(tmp_path / "home"))
-    services = _services()
+    services = services_from(TOOLRET_ZH, 30)
     db = make_registry(tmp_path / "zh.duckdb", services)
     # Short bounds keep the random model's answers short; Chinese text costs the tiny tokenizer (trained on Python
     # sources) about three tokens a character, so descriptions are cut short too.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.db import connect, transaction
-from a2x_local.registry import Registry, Service
+from a2x_local.registry import Registry
 from a2x_local.search import make_method
 from a2x_local.search.retrieval.config import RetrievalConfig, retrieval_config
 from a2x_local.search.retrieval.corpus import (
@@ -21,19 +21,14 @@ from a2x_local.search.retrieval.corpus import (
 )
 from a2x_local.settings import load_settings
 from tests.support.paths import TOOLRET_ZH
-from tests.support.registries import make_registry
+from tests.support.registries import make_registry, services_from
 
 E5, MINILM = "multilingual-e5-small", "all-MiniLM-L6-v2"
 
 
-def _chinese_services(count: int = 40) -> list[Service]:
-    data = json.loads((TOOLRET_ZH / "services.json").read_text(encoding="utf-8"))[:count]
-    return [Service(d["id"], d["type"], d["name"], d["description"], d.get("metadata", {})) for d in data]
-
-
 @pytest.fixture
 def chinese_db(db_path: Path) -> Path:
-    return make_registry(db_path, _chinese_services())
+    return make_registry(db_path, services_from(TOOLRET_ZH, 40))
 
 
 def _setting(db: Path, key: str):

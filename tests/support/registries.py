@@ -44,11 +44,15 @@ def make_registry(db_path: Path, services: Iterable[Service] = SERVICES) -> Path
     return db_path
 
 
+def services_from(folder: Path, limit: int | None = None) -> list[Service]:
+    """The services of a benchmark folder's services.json (data/toolret, data/toolret_zh), in file order."""
+    data = json.loads((folder / "services.json").read_text(encoding="utf-8"))[:limit]
+    return [Service(d["id"], d["type"], d["name"], d["description"], d.get("metadata", {})) for d in data]
+
+
 @cache
 def _toolret() -> tuple[Service, ...]:
-    data = json.loads((TOOLRET / "services.json").read_text(encoding="utf-8"))
-    return tuple(sorted((Service(d["id"], d["type"], d["name"], d["description"], d.get("metadata", {}))
-                         for d in data), key=lambda s: s.id))
+    return tuple(sorted(services_from(TOOLRET), key=lambda s: s.id))
 
 
 def toolret_services() -> list[Service]:

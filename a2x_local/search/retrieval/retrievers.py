@@ -113,6 +113,12 @@ class Bm25Retriever(RetrieverMethod):
         return {**super().describe(), "bm25": self.variant}
 
 
+def cross_script_weights(weights: tuple[float, float], cross: bool, factor: float) -> tuple[float, float]:
+    """(dense, BM25) weights for one query: BM25's multiplied by ``factor`` (`cross_script_bm25_factor`) for a query
+    in another script than the registry, since BM25 can match only the few words the two share."""
+    return (weights[0], weights[1] * factor) if cross else weights
+
+
 class HybridRetriever(RetrieverMethod):
     """Weighted reciprocal rank fusion of the dense and BM25 rankings."""
 
@@ -142,14 +148,11 @@ class HybridRetriever(RetrieverMethod):
         registry = self.corpus.script_profile
         return [not script_profile([query]).shares_script_with(registry) for query in queries]
 
-    def query_weights(self, queries: Sequence[str], weights: tuple[float, float] | None = None,
-                      ) -> list[tuple[float, float]]:
-        """(dense, BM25) weight per query (``weights``, default the search's): BM25's is multiplied by
-        `cross_script_bm25_factor` for a query in another script than the registry, since BM25 can match only the
-        few words the two share."""
-        dense, bm25 = weights or (self.weights.dense_weight, self.weights.bm25_weight)
+    def query_weights(self, queries: Sequence[str]) -> list[tuple[float, float]]:
+        """(dense, BM25) weight per query (`cross_script_weights` of the search's weights)."""
+        weights = (self.weights.dense_weight, self.weights.bm25_weight)
         factor = self.config.cross_script_bm25_factor
-        return [(dense, bm25 * factor if cross else bm25) for cross in self.cross_script(queries)]
+        return [cross_script_weights(weights, cross, factor) for cross in self.cross_script(queries)]
 
     def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         ids = self.dense.index.ids  # row i of both indexes is this service (the corpus's order)

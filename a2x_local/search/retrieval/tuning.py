@@ -25,7 +25,7 @@ from a2x_local.search.retrieval.config import retrieval_config
 from a2x_local.search.retrieval.corpus import FUSION_SETTING, load_corpus
 from a2x_local.search.retrieval.fusion import fuse_rows
 from a2x_local.search.retrieval.methods import hybrid_retriever
-from a2x_local.search.retrieval.retrievers import HybridRetriever
+from a2x_local.search.retrieval.retrievers import HybridRetriever, cross_script_weights
 from a2x_local.search.retrieval.weights import fusion_weights
 from a2x_local.settings import Settings
 
@@ -79,8 +79,7 @@ def _scores(ranked: Ranked, size: int, weights: tuple[float, float], factor: flo
     out = np.zeros((len(ranked.rankings), 2))
     for i, ((dense, bm25), wanted, cross) in enumerate(zip(ranked.rankings, ranked.correct, ranked.cross,
                                                            strict=True)):
-        query_weights = (weights[0], weights[1] * factor) if cross else weights
-        fused = fuse_rows([dense, bm25], size, rrf_k, k, query_weights)
+        fused = fuse_rows([dense, bm25], size, rrf_k, k, cross_script_weights(weights, cross, factor))
         top = np.fromiter((row for row, _ in fused), dtype=np.int64)
         found = np.isin(wanted, top).sum()
         out[i] = (found > 0, found / len(wanted))
