@@ -24,31 +24,34 @@ def size_groups(scored: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, An
             "multi": [r for r in scored if len(r["scored"]) >= 2]}
 
 
-def _answer_numbers(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    scores = [score_query(r["returned"], r["scored"]) for r in rows]
+def _numbers(answers: Sequence[Sequence[str]], rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """hit / recall / COMP of one answer per row (the search's, or the plan's services)."""
+    scores = [score_query(answer, r["scored"]) for answer, r in zip(answers, rows, strict=True)]
     return {"hit": mean([float(s.hit) for s in scores]), "recall": mean([s.recall for s in scores]),
             "comp": mean([float(s.complete) for s in scores])}
+
+
+def at_cutoffs(scores: Sequence[RankedScore], cutoffs: Sequence[tuple[str, int]]) -> dict[str, dict[str, float]]:
+    """hit / recall / COMP of ranked answers at every cut-off (label -> its k and numbers)."""
+    return {label: {"k": cut, "hit": mean([s.hit(cut) for s in scores]),
+                    "recall": mean([s.recall(cut) for s in scores]),
+                    "comp": mean([s.complete(cut) for s in scores])} for label, cut in cutoffs}
 
 
 def by_size(scored: Sequence[dict[str, Any]], cutoffs: Sequence[tuple[str, int]] | None) -> dict[str, Any]:
     """Per group: how many queries, the answer's hit / recall / COMP, and (ranked) the same at every cut-off."""
     groups = {}
     for name, rows in size_groups(scored).items():
-        entry: dict[str, Any] = {"queries": len(rows), **_answer_numbers(rows)}
+        entry: dict[str, Any] = {"queries": len(rows), **_numbers([r["returned"] for r in rows], rows)}
         if cutoffs is not None:
-            ranked = [RankedScore.of(r["ranking"], r["scored"]) for r in rows]
-            entry["at"] = {label: {"k": cut, "hit": mean([s.hit(cut) for s in ranked]),
-                                   "recall": mean([s.recall(cut) for s in ranked]),
-                                   "comp": mean([s.complete(cut) for s in ranked])} for label, cut in cutoffs}
+            entry["at"] = at_cutoffs([RankedScore.of(r["ranking"], r["scored"]) for r in rows], cutoffs)
         groups[name] = entry
     return groups
 
 
 def _plan_numbers(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    scores = [score_query(r["compose"]["services"], r["scored"]) for r in rows]
     return {"services_per_query": mean([float(len(r["compose"]["services"])) for r in rows]),
-            "hit": mean([float(s.hit) for s in scores]), "recall": mean([s.recall for s in scores]),
-            "comp": mean([float(s.complete) for s in scores])}
+            **_numbers([r["compose"]["services"] for r in rows], rows)}
 
 
 def _reference(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from a2x_local.evaluation.composition import by_size, decomposition
+from a2x_local.evaluation.composition import at_cutoffs, by_size, decomposition
 from a2x_local.evaluation.metrics import RankedScore, f1, mean, percent_k, percentile, score_query
 
 
@@ -68,7 +68,7 @@ def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, regist
     summary["tokens_per_query"] = summary["prompt_tokens_per_query"] + summary["completion_tokens_per_query"]
     cutoffs = _cutoffs(ks, percent_ks, registry_size) if ranked else None
     if ranked:
-        summary["ranked"] = _ranked(scored, ks, percent_ks, registry_size)
+        summary["ranked"] = _ranked(scored, cutoffs)
     summary["by_size"] = by_size(scored, cutoffs)
     decomposed = decomposition(scored)
     if decomposed is not None:
@@ -76,20 +76,11 @@ def summarize(records: Sequence[dict[str, Any]], *, ranked: bool, k: int, regist
     return summary
 
 
-def _ranked(scored: Sequence[dict[str, Any]], ks: Sequence[int], percent_ks: Sequence[float],
-            registry_size: int) -> dict[str, Any]:
+def _ranked(scored: Sequence[dict[str, Any]], cutoffs: Sequence[tuple[str, int]]) -> dict[str, Any]:
     # Each ranking is de-duplicated and matched once; the cut-offs only read the ranks it found.
     scores = [RankedScore.of(r["ranking"], r["scored"]) for r in scored]
-    at: dict[str, dict[str, float]] = {}
-    for label, cut in _cutoffs(ks, percent_ks, registry_size):
-        at[label] = {
-            "k": cut,
-            "hit": mean([score.hit(cut) for score in scores]),
-            "recall": mean([score.recall(cut) for score in scores]),
-            "comp": mean([score.complete(cut) for score in scores]),
-        }
     return {
-        "at": at,
+        "at": at_cutoffs(scores, cutoffs),
         "mrr": mean([score.reciprocal_rank() for score in scores]),
         "ndcg@10": mean([score.ndcg(10) for score in scores]),
     }
