@@ -21,12 +21,13 @@ from typing import Any
 from a2x_local.db import connect
 from a2x_local.errors import A2XError
 from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.gate import run_gate
 from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyLock
 from a2x_local.lifecycle.report import write_report
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.lifecycle.update import run_update
-from a2x_local.llm import AnswerCache, Engine, Usage, cache_config
+from a2x_local.llm import AnswerCache, Engine, cache_config
 from a2x_local.registry import Limits, Registry, RegistryConfig, sync
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import activate, active_build_id, build_config, get_build, load_tree, run_build
@@ -51,28 +52,6 @@ class NightlyRequest:
     force: bool = False
     rebuild: bool = False
     report: Path | None = None
-
-
-class _Engine:
-    """The job's one engine, loaded on first need (a night without changes loads none) and closed at the end."""
-
-    def __init__(self, load: Callable[[], Engine]) -> None:
-        self._load = load
-        self.engine: Engine | None = None
-        self.before = Usage()
-
-    def get(self) -> Engine:
-        if self.engine is None:
-            self.engine = self._load()
-            self.before = self.engine.usage.snapshot()
-        return self.engine
-
-    def usage(self) -> Usage:
-        return self.engine.usage.since(self.before) if self.engine is not None else Usage()
-
-    def close(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
 
 
 @dataclass
@@ -103,7 +82,7 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
                               "status": "running", "exit_code": None, "action": None, "candidate": None,
                               "sync": None, "update": None, "build": None, "gate": None, "retention": None,
                               "error": None}
-    engines = _Engine(load_engine)
+    engines = LazyEngine(load_engine)
     clock = time.perf_counter()
     with NightlyLock(settings.db_path):
         try:
@@ -122,7 +101,7 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
     return NightlyOutcome(report, path, code, error)
 
 
-def _finish(report: dict[str, Any], engines: _Engine, clock: float, code: int, path: Path) -> None:
+def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int, path: Path) -> None:
     report["exit_code"] = code
     report["usage"] = engines.usage().to_dict()
     report["finished_at"] = datetime.now().isoformat(timespec="seconds")
@@ -130,7 +109,7 @@ def _finish(report: dict[str, Any], engines: _Engine, clock: float, code: int, p
     write_report(path, report)
 
 
-def _run(settings: Settings, request: NightlyRequest, engines: _Engine, report: dict[str, Any], path: Path,
+def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, report: dict[str, Any], path: Path,
          observer: Any) -> int:
     config = lifecycle_config(settings, max_drop=request.max_drop, keep_trees=request.keep)
     registry_config = RegistryConfig.from_settings(settings)

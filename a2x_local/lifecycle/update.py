@@ -17,6 +17,7 @@ from typing import Any
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.placement import (
     BY_EMBEDDING,
     BY_MODEL,
@@ -101,24 +102,18 @@ def run_update(settings: Settings, *, load_engine: EngineLoader | None, model: s
         changes = registry_changes(base, set(services), rewritten)
         outcome = UpdateOutcome(base.build_id, None, BY_MODEL if by_model else BY_EMBEDDING, changes, {}, [])
         trimmed = without_services(base, set(changes.removed) | set(changes.changed))
-        engine: Engine | None = None
-        before = Usage()
+        engines = LazyEngine(load_engine)
         try:
             if changes.to_place and by_model:
-                engine = load_engine()
-                before = engine.usage.snapshot()
-                outcome.placements = place_by_model(settings, trimmed, services, changes.to_place, engine, config,
-                                                    build.generic_limit)
+                outcome.placements = place_by_model(settings, trimmed, services, changes.to_place, engines.get(),
+                                                    config, build.generic_limit)
             elif changes.to_place:
                 outcome.placements = place_by_embedding(trimmed, services, changes.to_place, config)
             tree = with_placements(trimmed, outcome.placements)
             outcome.overfull = overfull_leaves(tree, build)
             splittable = [leaf["node"] for leaf in outcome.overfull if leaf["splittable"]]
             if splittable and resplit and by_model:
-                if engine is None:
-                    engine = load_engine()
-                    before = engine.usage.snapshot()
-                result = resplit_nodes(tree, services, build, engine, splittable, observer=observer)
+                result = resplit_nodes(tree, services, build, engines.get(), splittable, observer=observer)
                 tree, outcome.split = result.tree, result.split
                 outcome.resplit = result.to_dict()
                 if result.error:
@@ -127,14 +122,12 @@ def run_update(settings: Settings, *, load_engine: EngineLoader | None, model: s
             elif splittable and resplit:
                 outcome.notes.append(f"{len(splittable)} leaves are over θ_leaf = {build.leaf_max_services}; "
                                      "`a2x-local tree update --model ALIAS` re-splits them with the model")
-            if engine is not None:
-                outcome.usage = engine.usage.since(before)
-                engine_name, engine_settings = engine.name, engine.describe()
-            else:
-                engine_name, engine_settings = None, {}
+            outcome.usage = engines.usage()
+            engine = engines.engine
+            engine_name, engine_settings = (engine.name, engine.describe()) if engine is not None else (None, {})
         finally:
-            if engine is not None and close_engine:
-                engine.close()
+            if close_engine:
+                engines.close()
         outcome.still_overfull = overfull_leaves(tree, build)
         outcome.wall_seconds = time.perf_counter() - started
         if not changes.any and not outcome.split:
