@@ -132,3 +132,12 @@ def test_brackets_in_service_text_are_text_not_markup(cli, registry_db):
     shown = cli("services", "show", "m[/x]")
     assert shown.code == 0, shown.err
     assert "m[/x]" in shown.out and "[/bold]name" in shown.out and "[red]not red[/red] [/oops]" in shown.out
+
+
+def test_compose_keeps_control_characters_and_line_breaks_off_the_screen(cli, registry_db):
+    insert_raw(registry_db, "evil\x1b[2J", "bell\x07name", "clears \x1b[2J the \x9b screen")
+    result = cli("compose", "clears the screen\x1b[2J\nthen\tsend it", "-m", "bm25")
+    assert result.code == 0, result.err
+    assert not any(char in result.out for char in "\x1b\x07\x9b\t")
+    assert "\\x1b[2J\\nthen\\tsend it" in result.out          # the request's line stays one line in the tree
+    assert "bell\\x07name" in result.out                      # and so do the services chosen for it

@@ -74,6 +74,12 @@ def shown(text: object) -> str:
     return escape(terminal_safe(str(text)))
 
 
+def shown_inline(text: object) -> str:
+    """`shown`, with tabs and line breaks written as ``\\t`` and ``\\n``: for text that must stay on its line (a
+    label in a tree drawing)."""
+    return shown(str(text).replace("\t", "\\t").replace("\n", "\\n"))
+
+
 def print_json(data: Any) -> None:
     """JSON on stdout, unwrapped, for scripts."""
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")

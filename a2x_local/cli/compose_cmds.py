@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.tree import Tree as RichTree
 
 from a2x_local.cli.app import app
@@ -20,6 +18,7 @@ from a2x_local.cli.common import (
     progress_bars,
     query_texts,
     settings_for,
+    shown_inline,
     want_progress,
     with_engine_options,
     with_method_options,
@@ -27,13 +26,6 @@ from a2x_local.cli.common import (
 from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
 from a2x_local.llm import EngineOptions
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _show(text: str) -> str:
-    """Service and request text for the terminal: markup escaped, control characters made visible."""
-    return escape(_CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text))
 
 
 @app.command("compose")
@@ -108,15 +100,15 @@ def _count(number: int, noun: str) -> str:
 
 
 def _candidate_text(candidate: Any) -> str:
-    return f"{_show(candidate.name)} [dim]{_show(candidate.id)}[/dim] {candidate.score:.2f}"
+    return f"{shown_inline(candidate.name)} [dim]{shown_inline(candidate.id)}[/dim] {candidate.score:.2f}"
 
 
 def plan_tree(plan: Plan) -> RichTree:
     """Steps by parallel group: each with its task, the service chosen, its alternatives and what it waits for."""
     steps = {step.id: step for step in plan.steps}
-    title = (f"[bold]{_show(plan.request)}[/bold]\n[dim]decomposed by {_show(plan.decomposer)}; steps searched "
-             f"with {_show(plan.method)}; {_count(len(plan.steps), 'step')} in {_count(len(plan.groups), 'group')}"
-             "[/dim]")
+    title = (f"[bold]{shown_inline(plan.request)}[/bold]\n[dim]decomposed by {shown_inline(plan.decomposer)}; "
+             f"steps searched with {shown_inline(plan.method)}; {_count(len(plan.steps), 'step')} in "
+             f"{_count(len(plan.groups), 'group')}[/dim]")
     root = RichTree(title)
     for number, group in enumerate(plan.groups, start=1):
         parallel = " (run together)" if len(group) > 1 else ""
@@ -124,9 +116,9 @@ def plan_tree(plan: Plan) -> RichTree:
         for step_id in group:
             step = steps[step_id]
             after = f"  [dim]after {', '.join(step.depends_on)}[/dim]" if step.depends_on else ""
-            node = branch.add(f"[bold]{step.id}[/bold] {_show(step.task)}{after}")
+            node = branch.add(f"[bold]{step.id}[/bold] {shown_inline(step.task)}{after}")
             if step.choice is None:
-                node.add(f"[red]no service found[/red]{': ' + _show(step.error) if step.error else ''}")
+                node.add(f"[red]no service found[/red]{': ' + shown_inline(step.error) if step.error else ''}")
                 continue
             node.add(f"[green]→ {_candidate_text(step.choice)}[/green]")
             if step.alternatives:
@@ -137,12 +129,12 @@ def plan_tree(plan: Plan) -> RichTree:
 def _footer(plan: Plan) -> str:
     edges = ", ".join(f"{e.source}→{e.target}" + (f" ({', '.join(e.fields)})" if e.fields else "")
                       for e in plan.edges) or "none"
-    lines = [f"services: {', '.join(_show(s) for s in plan.services) or 'none'}; dependencies: {edges}",
+    lines = [f"services: {', '.join(shown_inline(s) for s in plan.services) or 'none'}; dependencies: {edges}",
              f"[dim]{plan.seconds * 1000:.0f} ms, {plan.calls} model calls, "
              f"{plan.prompt_tokens + plan.completion_tokens:,} tokens[/dim]"]
-    lines += [f"[yellow]note:[/yellow] {_show(note)}" for note in plan.notes]
+    lines += [f"[yellow]note:[/yellow] {shown_inline(note)}" for note in plan.notes]
     if plan.error:
-        lines.append(f"[red]error:[/red] {_show(plan.error)}")
+        lines.append(f"[red]error:[/red] {shown_inline(plan.error)}")
     return "\n".join(lines)
 
 
@@ -150,24 +142,24 @@ def trace_tree(plan: Plan) -> RichTree:
     """How every candidate scored (similarity, compatibility and its signals), and each SAD round."""
     root = RichTree("[bold]trace[/bold]")
     for step in plan.steps:
-        node = root.add(f"{step.id} searched [italic]{_show(step.query)}[/italic]")
+        node = root.add(f"{step.id} searched [italic]{shown_inline(step.query)}[/italic]")
         for candidate in ([step.choice] if step.choice else []) + step.alternatives:
             compat = "-" if candidate.compatibility is None else f"{candidate.compatibility:.2f}"
             signals = ", ".join(f"{name} {value:.2f}" for name, value in candidate.signals.items())
-            node.add(f"#{candidate.rank} {_show(candidate.name)}: similarity {candidate.similarity:.2f}, "
+            node.add(f"#{candidate.rank} {shown_inline(candidate.name)}: similarity {candidate.similarity:.2f}, "
                      f"compatibility {compat}{' (' + signals + ')' if signals else ''} → {candidate.score:.2f}")
     sad = plan.sad
     branch = root.add(f"SAD: {'applied' if sad.applied else 'not applied'}"
-                      + (f" ({_show(sad.reason)})" if sad.reason else "")
+                      + (f" ({shown_inline(sad.reason)})" if sad.reason else "")
                       + (f"; {sad.copy_rejected} refused as copies" if sad.copy_rejected else ""))
     if sad.first_steps:
-        branch.add("first: " + " | ".join(_show(s.task) for s in sad.first_steps))
+        branch.add("first: " + " | ".join(shown_inline(s.task) for s in sad.first_steps))
     for sad_round in sad.rounds:
         state = "kept" if sad_round.kept else "refused"
         overlap = f", hint overlap {sad_round.jaccard:.2f}" if sad_round.jaccard is not None else ""
         node = branch.add(f"round {sad_round.round}: {state}{overlap}"
-                          + (f" ({_show(sad_round.reason)})" if sad_round.reason else ""))
-        node.add("hints: " + ", ".join(_show(name) for name in sad_round.hints))
+                          + (f" ({shown_inline(sad_round.reason)})" if sad_round.reason else ""))
+        node.add("hints: " + ", ".join(shown_inline(name) for name in sad_round.hints))
         if sad_round.steps:
-            node.add("steps: " + " | ".join(_show(s.task) for s in sad_round.steps))
+            node.add("steps: " + " | ".join(shown_inline(s.task) for s in sad_round.steps))
     return root

@@ -10,7 +10,6 @@ concurrent searches) and never starts another: without a model the rule decompos
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 from contextlib import nullcontext
 from typing import Any
@@ -18,12 +17,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.compose import Plan, open_composer
-from a2x_local.errors import A2XError
-from a2x_local.serve.discovery import Discovery
+from a2x_local.serve.discovery import Discovery, counted
 from a2x_local.serve.errors import BadRequest, ModelCallFailed, TimedOut
 from a2x_local.serve.snapshot import Snapshot
-
-log = logging.getLogger("a2x_local.serve")
 
 
 class ComposeQuery(BaseModel):
@@ -85,27 +81,17 @@ class Planning:
         self.check(query)
         snapshot = await self.discovery.snapshot()
         loop = asyncio.get_running_loop()
-        metrics = self.discovery.metrics.searches
-        try:
-            plan = await asyncio.wait_for(loop.run_in_executor(None, self._plan, snapshot, query),
-                                          self.config.request_timeout_s)
-        except TimeoutError as exc:
-            metrics.labels("compose", "timeout").inc()
-            raise TimedOut(f"no plan within {self.config.request_timeout_s:g} s", code="TimedOut",
-                           hint="try again, or a shorter request") from exc
-        except A2XError:
-            metrics.labels("compose", "error").inc()
-            raise
-        except Exception as exc:
-            metrics.labels("compose", "error").inc()
-            log.error("compose failed", exc_info=exc)
-            raise ModelCallFailed(f"the plan failed: {type(exc).__name__}", hint="see the server's log",
-                                  code="ComposeFailed") from exc
-        if plan.error:
-            metrics.labels("compose", "error").inc()
-            raise ModelCallFailed(f"no step of this request could be searched: {plan.error}", code="ComposeFailed",
-                                  hint="try again; if it persists, check the model (a2x-local models check)")
-        metrics.labels("compose", "ok").inc()
+        with counted(self.discovery.metrics, "compose", failure="the plan failed", code="ComposeFailed"):
+            try:
+                plan = await asyncio.wait_for(loop.run_in_executor(None, self._plan, snapshot, query),
+                                              self.config.request_timeout_s)
+            except TimeoutError as exc:
+                raise TimedOut(f"no plan within {self.config.request_timeout_s:g} s", code="TimedOut",
+                               hint="try again, or a shorter request") from exc
+            if plan.error:
+                raise ModelCallFailed(f"no step of this request could be searched: {plan.error}",
+                                      code="ComposeFailed",
+                                      hint="try again; if it persists, check the model (a2x-local models check)")
         return plan
 
     def close(self) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from a2x_local.errors import A2XError
@@ -36,6 +37,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("a2x_local.serve")
 T = TypeVar("T")
+
+
+@contextmanager
+def counted(metrics: Metrics, name: str, *, failure: str, code: str) -> Iterator[None]:
+    """Counts one search or plan by outcome (ok, timeout, error) under ``name``; an unexpected exception becomes a
+    502 naming only its type (the traceback goes to the server's log, never to the client)."""
+    try:
+        yield
+    except TimedOut:
+        metrics.searches.labels(name, "timeout").inc()
+        raise
+    except A2XError:
+        metrics.searches.labels(name, "error").inc()
+        raise
+    except Exception as exc:
+        metrics.searches.labels(name, "error").inc()
+        log.error("%s: %s", name, failure, exc_info=exc)
+        raise ModelCallFailed(f"{failure}: {type(exc).__name__}", hint="see the server's log", code=code) from exc
+    metrics.searches.labels(name, "ok").inc()
 
 
 class Discovery:
@@ -91,28 +111,15 @@ class Discovery:
         if method is None:
             method = await self._blocking(lambda: self.state.method(name, snapshot))
         request = SearchRequest(query.query.strip(), k=query.k, mode=mode)
-        try:
+        with counted(self.metrics, name, failure="the search failed", code="SearchFailed"):
             llm = self.state.needs_model(name)
             concurrency = self.config.llm_batch_concurrency if llm else self.config.retrieval_batch_concurrency
             scope = getattr(self.state.engine, "participant", None) if llm else None
             answer = await self.batcher.search(method, request, self.config.request_timeout_s, concurrency, scope)
-        except TimedOut:
-            self.metrics.searches.labels(name, "timeout").inc()
-            raise
-        except A2XError:
-            self.metrics.searches.labels(name, "error").inc()
-            raise
-        except Exception as exc:
-            self.metrics.searches.labels(name, "error").inc()
-            log.error("search with %s failed", name, exc_info=exc)
-            raise ModelCallFailed(f"the search failed: {type(exc).__name__}", hint="see the server's log",
-                                  code="SearchFailed") from exc
-        if answer.error:
-            self.metrics.searches.labels(name, "error").inc()
-            raise ModelCallFailed(f"the model calls of this search failed: {answer.error}",
-                                  hint="try again; if it persists, check the model (a2x-local models check)",
-                                  code="ModelCallFailed")
-        self.metrics.searches.labels(name, "ok").inc()
+            if answer.error:
+                raise ModelCallFailed(f"the model calls of this search failed: {answer.error}",
+                                      hint="try again; if it persists, check the model (a2x-local models check)",
+                                      code="ModelCallFailed")
         return search_result(name, mode, answer, snapshot.services, chars=self.config.summary_chars,
                              trace=query.trace)
 
