@@ -75,8 +75,8 @@ def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home,
                               "--db", str(registry_db), "--json"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)},
-                             # A child inherits an ignored or blocked SIGINT (and Python then leaves it so); what
-                             # earlier tests started in this process may have left it that way, a user's shell does not.
+                             # A child inherits an ignored SIGINT (and Python then leaves it so): a shell without
+                             # job control starts background commands (`scripts/test &`, CI runners) that way.
                              preexec_fn=_default_sigint)
     writer = None
     try:

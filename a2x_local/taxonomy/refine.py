@@ -13,7 +13,7 @@ fit even at the smallest size is skipped, and the build record says so.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 
 from a2x_local.llm import Engine, JsonConstraint, Request, Result
@@ -56,40 +56,45 @@ def _sizes(config: BuildConfig) -> list[tuple[int, int]]:
     return steps
 
 
-def _request(work: NodeWork, services: Mapping[str, Service], config: BuildConfig, engine: Engine,
-             state: BuildState, samples: int, chars: int) -> Request | None:
+def _request_at(work: NodeWork, services: Mapping[str, Service], config: BuildConfig, engine: Engine,
+                state: BuildState) -> Callable[[int, int], Request | None]:
+    """The node's refine request for a number of samples and description characters (None: it does not fit).
+    What does not depend on those two is worked out once, not on every step of the shrinking."""
     generic, unassigned = problems(work, config)
     sizes = counts(work)
     tiny = [str(k) for k, size in enumerate(sizes, start=1) if size <= config.refine_tiny_size]
-    generic_sample = spread(generic, samples)
-    unassigned_sample = spread(unassigned, samples)
-    generic_lines = [f"- {service_line(services[s], chars)} [{', '.join(str(p) for p in work.assignment[s])}]"
-                     for s in generic_sample]
-    unassigned_lines = [f"- {service_line(services[s], chars)}" for s in unassigned_sample]
     limit = config.generic_limit(len(work.drafts))
     extra = min(config.refine_new_categories_estimate, config.max_children - len(work.drafts))
     budget = typical_budget(config, [_category_chars(d) for d in work.drafts], max(0, extra))
-    return fitted_request(
-        engine, config, "refine",
-        constraint=JsonConstraint(design_model(config, config.min_children, config.max_children,
-                                               len(work.drafts))),
-        budget=budget,
-        context={"step": "refine", "node": work.node_id, "pass": work.passes,
-                 "categories": [d.name for d in work.drafts], "counts": sizes,
-                 "category_keywords": [d.keywords for d in work.drafts],
-                 "generic": generic_sample, "unassigned": unassigned_sample,
-                 "generic_total": len(generic), "unassigned_total": len(unassigned),
-                 "samples": samples, "description_chars": chars,
-                 "min_children": config.min_children, "max_children": config.max_children},
-        user={"node_context": context_for(work, state), "dimension": work.dimension or "(not stated)",
-              "categories": category_block(work.drafts, counts=sizes), "count": len(work.services),
-              "normal": len(work.assignment) - len(generic) - len(unassigned), "generic_limit": limit,
-              "generic_total": len(generic), "unassigned_total": len(unassigned),
-              "tiny_size": config.refine_tiny_size, "tiny": ", ".join(tiny) or "none",
-              "generic_shown": len(generic_sample), "unassigned_shown": len(unassigned_sample),
-              "generic": "\n".join(generic_lines) or "(none)",
-              "unassigned": "\n".join(unassigned_lines) or "(none)"},
-    )
+    constraint = JsonConstraint(design_model(config, config.min_children, config.max_children, len(work.drafts)))
+    node_context, categories = context_for(work, state), category_block(work.drafts, counts=sizes)
+
+    def at(samples: int, chars: int) -> Request | None:
+        generic_sample = spread(generic, samples)
+        unassigned_sample = spread(unassigned, samples)
+        generic_lines = [f"- {service_line(services[s], chars)} [{', '.join(str(p) for p in work.assignment[s])}]"
+                         for s in generic_sample]
+        unassigned_lines = [f"- {service_line(services[s], chars)}" for s in unassigned_sample]
+        return fitted_request(
+            engine, config, "refine", constraint=constraint, budget=budget,
+            context={"step": "refine", "node": work.node_id, "pass": work.passes,
+                     "categories": [d.name for d in work.drafts], "counts": sizes,
+                     "category_keywords": [d.keywords for d in work.drafts],
+                     "generic": generic_sample, "unassigned": unassigned_sample,
+                     "generic_total": len(generic), "unassigned_total": len(unassigned),
+                     "samples": samples, "description_chars": chars,
+                     "min_children": config.min_children, "max_children": config.max_children},
+            user={"node_context": node_context, "dimension": work.dimension or "(not stated)",
+                  "categories": categories, "count": len(work.services),
+                  "normal": len(work.assignment) - len(generic) - len(unassigned), "generic_limit": limit,
+                  "generic_total": len(generic), "unassigned_total": len(unassigned),
+                  "tiny_size": config.refine_tiny_size, "tiny": ", ".join(tiny) or "none",
+                  "generic_shown": len(generic_sample), "unassigned_shown": len(unassigned_sample),
+                  "generic": "\n".join(generic_lines) or "(none)",
+                  "unassigned": "\n".join(unassigned_lines) or "(none)"},
+        )
+
+    return at
 
 
 def refine_requests(works: Sequence[NodeWork], services: Mapping[str, Service], config: BuildConfig,
@@ -98,9 +103,10 @@ def refine_requests(works: Sequence[NodeWork], services: Mapping[str, Service], 
     planned = []
     for work in works:
         steps = _sizes(config)
+        request_at = _request_at(work, services, config, engine, state)
         request = None
         for samples, chars in steps:
-            request = _request(work, services, config, engine, state, samples, chars)
+            request = request_at(samples, chars)
             if request is not None:
                 if (samples, chars) != steps[0]:
                     state.event("refine", work.node_id, "shrunk", samples=samples, description_chars=chars)

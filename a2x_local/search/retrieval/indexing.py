@@ -85,7 +85,7 @@ def build_indexes(settings: Settings, *, embedding_model_spec: str | None = None
         corpus.auto_embedding = choice.record()
     infos = []
     if only in (None, "dense"):
-        infos.append(ensure_dense(corpus, config, force=force, progress=progress)[2])
+        infos.append(ensure_dense(corpus, config, model=choice.spec, force=force, progress=progress)[2])
     if only in (None, "bm25"):
         infos.append(ensure_bm25(corpus, config, force=force)[1])
     return IndexReport(str(settings.db_path), len(corpus.services), str(index_root(corpus.db_path)), choice,
