@@ -244,10 +244,14 @@ class SentenceTransformerEmbedding:
         return vectors
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
-        """Tokens per text as the model will see them (special tokens added, cut at its maximum length)."""
+        """Tokens per text as the model will see them (special tokens added, cut at its maximum length);
+        characters stand in for a model without a text tokenizer."""
+        tokenizer = getattr(self.model, "tokenizer", None)
+        if not callable(tokenizer):
+            return [len(text) for text in texts]
         limit = self.model.max_seq_length
-        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=limit is not None,
-                                       max_length=limit, return_attention_mask=False, return_token_type_ids=False)
+        encoded = tokenizer(list(texts), add_special_tokens=True, truncation=limit is not None, max_length=limit,
+                            return_attention_mask=False, return_token_type_ids=False)
         return [len(ids) for ids in encoded["input_ids"]]
 
 

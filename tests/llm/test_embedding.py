@@ -109,3 +109,30 @@ def test_minilm_length_planned_batches_equal_single_texts() -> None:
     assert batch.shape == (6, 384) and batch.dtype == np.float32 and batch.flags.c_contiguous
     assert np.allclose(batch, single, atol=1e-5)                          # same vectors, in the texts' order
     assert np.allclose(batch[0], batch[5]) and not np.allclose(batch[0], batch[2])
+
+
+class _NoTokenizerModel:
+    """A sentence-transformers stand-in without a text tokenizer: each vector records its text's length."""
+
+    max_seq_length = None
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def get_embedding_dimension(self) -> int:
+        return 2
+
+    def encode(self, texts: list[str], **_: object) -> np.ndarray:
+        self.batches.append(list(texts))
+        return np.array([[len(text), 1.0] for text in texts], dtype=np.float32)
+
+
+def test_a_model_without_a_tokenizer_is_batched_by_characters_in_order() -> None:
+    from a2x_local.llm.embedding import SentenceTransformerEmbedding
+
+    fake = _NoTokenizerModel()
+    embedding = SentenceTransformerEmbedding(fake, ALIASES[BUILTIN_MINILM])
+    texts = ["x" * 400, "abcd", "abcd", "abcde"]
+    vectors = embedding.encode(texts, query=True, batch_size=8)
+    assert [int(v) for v in vectors[:, 0]] == [400, 4, 4, 5]             # each text's vector in its own place
+    assert fake.batches == [["abcd", "abcd", "abcde"], ["x" * 400]]      # the long one is not padded onto the rest
