@@ -149,6 +149,19 @@ def test_placement_reads_the_categories_as_built(db_path):
         "content"]
 
 
+def test_placement_offers_categories_only_even_where_a_node_holds_services(db_path):
+    tree = sample_tree()   # the root holds g1 beside its three categories
+    seen = []
+
+    def last_option(request):
+        seen.append(request)
+        return str(len(request.context["options"]))
+
+    walks = descend_tree(load_settings(db=db_path), tree, ScriptedEngine(last_option), ["a new tool"])
+    assert seen[0].context["options"] == ["root/1", "root/2", "root/3"]
+    assert walks[0].decisions[0].selected == ["root/3"] and walks[0].decisions[1].node == "root/3"
+
+
 @pytest.mark.parametrize("call", ["descend", "select"])
 def test_the_query_comes_last_so_requests_at_one_node_share_their_prefix(call):
     tree = sample_tree()

@@ -26,10 +26,13 @@ def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequen
 
     Each walk lists the nodes visited and the decision taken at each (children selected, or a fallback).
     Placement files a service by these decisions, so every reached category is decided on (no direct selection
-    below a size) and categories are shown as built (full lines, unless ``overrides`` say otherwise): the compact
-    lines save tokens on every query, while a placement is made once per service and decides where it is found.
+    below a size), a node's own services are no option (a service is filed into categories, not beside another
+    node's services), and categories are shown as built (full lines, unless ``overrides`` say otherwise): the
+    compact lines save tokens on every query, while a placement is made once per service and decides where it is
+    found.
     """
-    config = llm_search_config(settings, **{"category_lines": "full", **overrides, "direct_select_below": 0})
+    config = llm_search_config(settings, **{"category_lines": "full", **overrides, "direct_select_below": 0,
+                                            "other_services_child": "none"})
     chosen = check_mode(mode, config.default_mode)
     runner = RoundRunner(engine, len(queries))
     return Descender(tree, engine, config).descend([(query, chosen) for query in queries], runner)
