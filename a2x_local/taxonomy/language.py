@@ -16,3 +16,11 @@ def category_language(config: BuildConfig, services: Sequence[Service]) -> str:
     """`category_language` as a language name: the setting itself, or for "auto" the main language of the services'
     names and descriptions (by script; "English" for English Latin-script text)."""
     return resolve_language(config.category_language, [f"{s.name}\n{s.description}" for s in services])
+
+
+def with_category_language(config: BuildConfig, services: Sequence[Service]) -> BuildConfig:
+    """``config`` with `category_language` resolved from ``services`` (unchanged without any), so a build, its
+    resume and a later re-split of its leaves all write categories in the same, named language."""
+    if not services:
+        return config
+    return config.model_copy(update={"category_language": category_language(config, services)})

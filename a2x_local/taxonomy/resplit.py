@@ -18,6 +18,7 @@ from a2x_local.registry import Service
 from a2x_local.taxonomy.builder import BuildAborted, Builder, RoundObserver
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.keywords import require_embedding
+from a2x_local.taxonomy.language import with_category_language
 from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import Tree
 
@@ -57,6 +58,7 @@ def resplit_nodes(tree: Tree, services: Mapping[str, Service], config: BuildConf
     if unknown:
         raise ValueError(f"nodes not in the tree: {unknown}")
     require_embedding(config)
+    config = with_category_language(config, list(services.values()))
     queue = sorted(dict.fromkeys(nodes))
     state = BuildState(nodes=copy.deepcopy(tree.nodes), root_id=tree.root_id, queue=queue, cross_done=True,
                        level=min((tree.nodes[n].depth for n in queue), default=0))

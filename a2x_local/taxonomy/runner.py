@@ -24,7 +24,7 @@ from a2x_local.taxonomy import store
 from a2x_local.taxonomy.builder import Builder, RoundObserver
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.keywords import require_embedding
-from a2x_local.taxonomy.language import category_language
+from a2x_local.taxonomy.language import with_category_language
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.report import build_report
@@ -91,9 +91,7 @@ def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
         registry = Registry(con)
         services = {s.id: s for s in registry.all()}
         fingerprint = registry.fingerprint()
-        if services:
-            language = category_language(config, list(services.values()))
-            config = config.model_copy(update={"category_language": language})
+        config = with_category_language(config, list(services.values()))
         if resume:
             run = _resume_target(con, db_path, config, model=model, fingerprint=fingerprint)
         else:

@@ -6,6 +6,7 @@ import copy
 
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy import overfull_leaves, resplit_nodes
+from a2x_local.taxonomy.language import category_language
 from tests.lifecycle.world import World, services, world_config
 from tests.taxonomy.helpers import build
 
@@ -57,3 +58,19 @@ def test_a_round_that_fails_leaves_the_tree_as_it_was_with_the_error():
     outcome = resplit_nodes(grown, all_services, config, ScriptedEngine(lambda request: "not json"), ["root/2"])
     assert outcome.split == [] and outcome.unsplit == ["root/2"] and "invalid" in outcome.error
     assert outcome.tree is grown
+
+
+def test_a_resplit_names_the_registry_language_as_the_build_did():
+    listed = services({"weather": ["rain", "snow"], "music": ["jazz"]}, 4)
+    config = world_config(leaf_max_services=8)
+    assert config.category_language == "auto"
+    grown = built_tree(listed, config)
+    extra = services({"weather": ["rain", "snow"]}, 4, start=10)
+    grown.nodes["root/2"].services += [s.id for s in extra]
+    world, seen = World(), []
+    resplit_nodes(grown, {s.id: s for s in [*listed, *extra]}, config,
+                  ScriptedEngine(lambda request: seen.append(request) or world(request)), ["root/2"])
+    designs = [request.messages[0]["content"] for request in seen if request.context.get("step") == "design"]
+    language = category_language(config, [*listed, *extra])
+    assert designs and all(f"{language}, the language of the registry's services" in text for text in designs)
+    assert not any("the language the services are written in" in text for text in designs)
