@@ -48,15 +48,22 @@ class MarkerStripper:
 
     def __init__(self, special_tokens: Iterable[str] = ()) -> None:
         tokens = sorted({t for t in special_tokens if t and t.strip()}, key=len, reverse=True)
-        self.special_tokens = tuple(tokens)
         self._special = re.compile("|".join(re.escape(t) for t in tokens)) if tokens else None
 
     def clean(self, text: str) -> str:
-        """Text without markers; repeated, so pieces joined by a removal cannot form a new marker."""
+        """Text without markers; repeated, so pieces joined by a removal cannot form a new marker. Where removing
+        them would join the pieces of a data-block delimiter (``</serv<unk>ices>``: `as_data` defused the text
+        before this tokenizer's own tokens were known), each marker becomes a visible U+FFFD instead."""
+        cleaned = self._removed(text, "")
+        if len(_DATA_TAG.findall(cleaned)) > len(_DATA_TAG.findall(text)):
+            return self._removed(text, "\ufffd")
+        return cleaned
+
+    def _removed(self, text: str, replacement: str) -> str:
         for _ in range(_PASSES):
-            cleaned = GENERIC_MARKERS.sub("", text)
+            cleaned = GENERIC_MARKERS.sub(replacement, text)
             if self._special is not None:
-                cleaned = self._special.sub("", cleaned)
+                cleaned = self._special.sub(replacement, cleaned)
             if cleaned == text:
                 return cleaned
             text = cleaned
