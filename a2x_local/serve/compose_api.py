@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from contextlib import nullcontext
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,8 +71,7 @@ class Planning:
 
     def _plan(self, snapshot: Snapshot, query: ComposeQuery) -> Plan:
         composer = self._composer(snapshot, query.method)
-        scope = getattr(self.state.engine, "participant", None)
-        with scope() if scope is not None else nullcontext():
+        with self.state.participant():
             return composer.plan([query.request.strip()], k=query.k, sad=query.sad, mode=query.mode)[0]
 
     async def plan(self, query: ComposeQuery) -> Plan:
@@ -86,7 +84,7 @@ class Planning:
                 plan = await asyncio.wait_for(loop.run_in_executor(None, self._plan, snapshot, query),
                                               self.config.request_timeout_s)
             except TimeoutError as exc:
-                raise TimedOut(f"no plan within {self.config.request_timeout_s:g} s", code="TimedOut",
+                raise TimedOut(f"no plan within {self.config.request_timeout_s:g} s", code="Timeout",
                                hint="try again, or a shorter request") from exc
             if plan.error:
                 raise ModelCallFailed(f"no step of this request could be searched: {plan.error}",

@@ -114,7 +114,7 @@ class Discovery:
         with counted(self.metrics, name, failure="the search failed", code="SearchFailed"):
             llm = self.state.needs_model(name)
             concurrency = self.config.llm_batch_concurrency if llm else self.config.retrieval_batch_concurrency
-            scope = getattr(self.state.engine, "participant", None) if llm else None
+            scope = self.state.participant if llm else None
             answer = await self.batcher.search(method, request, self.config.request_timeout_s, concurrency, scope)
             if answer.error:
                 raise ModelCallFailed(f"the model calls of this search failed: {answer.error}",
@@ -151,7 +151,7 @@ class Discovery:
         infos = []
         for name in method_names():
             spec = method_spec(name)
-            llm = bool(spec.modes)
+            llm = self.state.needs_model(name)
             infos.append(MethodInfo(name=name, summary=spec.summary, llm=llm,
                                     available=not llm or self.state.engine is not None, modes=list(spec.modes),
                                     default=name == self.config.default_method))

@@ -42,7 +42,6 @@ class ServeOptions:
 class Server:
     """The parts of one running server."""
 
-    config: ServeConfig
     state: ServerState
     discovery: Discovery
     planning: Planning
@@ -85,7 +84,7 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
                             on_batch=lambda method, size: metrics.search_batch.labels(method).observe(size))
     discovery = Discovery(state, batcher, metrics)
     planning = Planning(discovery)
-    return Server(config, state, discovery, planning, build_mcp(discovery, planning))
+    return Server(state, discovery, planning, build_mcp(discovery, planning))
 
 
 def _config(settings: Settings, options: ServeOptions) -> ServeConfig:

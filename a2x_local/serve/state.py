@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
-from a2x_local.llm import Engine
 from a2x_local.search import SearchMethod, make_method, method_names, method_spec
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
+from a2x_local.serve.rounds import SharedRounds
 from a2x_local.serve.snapshot import FileStamp, Identity, Snapshot, read_identity, read_only, read_snapshot
 from a2x_local.settings import Settings
 
@@ -44,7 +45,7 @@ class _Built:
 class ServerState:
     """The snapshot, the methods and the engine; safe to use from the event loop and from worker threads."""
 
-    def __init__(self, settings: Settings, config: ServeConfig, engine: Engine | None = None) -> None:
+    def __init__(self, settings: Settings, config: ServeConfig, engine: SharedRounds | None = None) -> None:
         self.settings = settings
         self.config = config
         self.db_path = Path(settings.db_path)
@@ -133,6 +134,10 @@ class ServerState:
 
     def needs_model(self, name: str) -> bool:
         return bool(method_spec(name).modes)
+
+    def participant(self) -> AbstractContextManager[object]:
+        """Work on the engine says so (the shared rounds then know who may still join a round); a no-op without."""
+        return self.engine.participant() if self.engine is not None else nullcontext()
 
     def check_method(self, name: str) -> None:
         """Refuse unknown methods, and LLM methods on a server without a model, before anything is built."""
