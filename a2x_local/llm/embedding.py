@@ -237,7 +237,9 @@ class SentenceTransformerEmbedding:
         prefix = self.alias.query_prefix if query else self.alias.passage_prefix
         prefixed = [prefix + text for text in texts]
         vectors = np.empty((len(prefixed), self.dimension), np.float32)
-        for batch in length_batches(self.token_lengths(prefixed), batch_size):
+        # One text (a lone query) has nothing to plan: its lengths would be tokenized for nothing.
+        lengths = self.token_lengths(prefixed) if len(prefixed) > 1 else [1]
+        for batch in length_batches(lengths, batch_size):
             part = self.model.encode([prefixed[i] for i in batch], batch_size=len(batch), normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False)
             vectors[batch] = np.asarray(part, dtype=np.float32).reshape(len(batch), self.dimension)

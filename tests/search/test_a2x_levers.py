@@ -24,7 +24,7 @@ from a2x_local.search.llm.listing import (
 from a2x_local.search.llm.prefix import uncached_tokens
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.types import Tree, TreeNode
+from a2x_local.taxonomy.types import TreeNode
 from tests.search.a2x_helpers import Oracle, make_tree, sample_services, sample_tree
 
 LONG = ("Returns the five-day weather forecast for a city. Accepts a city name or coordinates, a unit system and a"
@@ -99,13 +99,8 @@ def test_get_one_shows_a_boundary_only_where_siblings_are_easily_confused():
         assert "NOT here" not in get_all
 
 
-def _sized_tree() -> Tree:
-    # Travel holds 6 services under two leaves, Finance 7 under two leaves; Weather is a leaf of 4.
-    return sample_tree()
-
-
 def test_direct_selection_skips_the_descent_of_small_subtrees():
-    tree = _sized_tree()
+    tree = sample_tree()   # Travel holds 6 services under two leaves, Finance 7 under two; Weather is a leaf of 4
     wanted = {"hotel tonight": {"h1", "h2"}}
     oracle = Oracle(tree, wanted)
     method = A2XSearch(tree, sample_services(), ScriptedEngine(oracle),
@@ -126,7 +121,7 @@ def test_direct_selection_skips_the_descent_of_small_subtrees():
 
 
 def test_a_leaf_is_never_selected_directly_and_placement_descends_every_level(db_path):
-    tree = _sized_tree()
+    tree = sample_tree()
     oracle = Oracle(tree, {"hotel tonight": {"h1"}})
     answer = A2XSearch(tree, sample_services(), ScriptedEngine(oracle),
                        LlmSearchConfig.defaults(direct_select_below=100)).search("hotel tonight")

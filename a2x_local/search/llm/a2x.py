@@ -16,7 +16,7 @@ from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search.llm.answers import checked_modes, failure, make_answer
 from a2x_local.search.llm.config import LlmSearchConfig
-from a2x_local.search.llm.descent import OTHER_SUFFIX, Descender, Walk, is_other
+from a2x_local.search.llm.descent import Descender, Walk, is_other, other_owner
 from a2x_local.search.llm.grouping import RESCUE_KEY, TreeIndex, extra_group, pack, path_group, tree_groups
 from a2x_local.search.llm.language_hint import LanguageHint, catalogue_texts
 from a2x_local.search.llm.listing import name_lines, service_lines
@@ -124,7 +124,7 @@ class A2XSearch:
         for decision in walk.decisions:
             for option in (*decision.selected, *decision.pruned):
                 if is_other(option):
-                    names[option] = f"other services of {self.tree.node(option[: -len(OTHER_SUFFIX)]).name}"
+                    names[option] = f"other services of {self.tree.node(other_owner(option)).name}"
         return {"method": self.name, "mode": walk.mode, "tree": self.tree.build_id, "rounds": rounds,
                 "visited": list(walk.visited), "direct": list(walk.direct),
                 "decisions": [d.to_dict() for d in walk.decisions], "selection": selection, "names": names,

@@ -67,6 +67,12 @@ def answer_limit(mode: str, cap: int, offered: int) -> int:
     return min(cap, offered) if cap else offered
 
 
+def answer_cap(mode: str, limit: int, offered: int) -> int | None:
+    """The cap a prompt states (None: none to state): the answer ``limit`` where it is below what is offered,
+    outside get_one. An answer holding that many was capped, and may have left out wanted items."""
+    return limit if mode != "get_one" and limit < offered else None
+
+
 def llm_search_config(settings: Settings, **overrides: object) -> LlmSearchConfig:
     """The `[search]` table with ``overrides`` (None values ignored), validated with a readable error."""
     return LlmSearchConfig.from_settings(settings, **overrides)

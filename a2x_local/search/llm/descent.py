@@ -18,7 +18,7 @@ from typing import Any
 
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request, Result
-from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
+from a2x_local.search.llm.config import LlmSearchConfig, answer_cap, answer_limit
 from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.listing import category_line, clip, confusable, numbered, shared_opening
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
@@ -39,10 +39,15 @@ def is_other(option: str) -> bool:
     return option.endswith(OTHER_SUFFIX)
 
 
+def other_owner(option: str) -> str:
+    """The node whose own services an `other_option` stands for."""
+    return option[: -len(OTHER_SUFFIX)]
+
+
 def option_services(tree: Tree, option: str) -> frozenset[str]:
     """The services an offered option leads to: a child's whole subtree, or a node's own services."""
     if is_other(option):
-        return frozenset(tree.node(option[: -len(OTHER_SUFFIX)]).services)
+        return frozenset(tree.node(other_owner(option)).services)
     return tree.subtree_services(option)
 
 
@@ -146,7 +151,7 @@ class Descender:
     def request(self, query: str, mode: str, node_id: str) -> Request:
         options = self.options(node_id)
         limit = answer_limit(mode, self.config.max_children_selected, len(options))
-        cap = limit if mode != "get_one" and limit < len(options) else None
+        cap = answer_cap(mode, limit, len(options))
         path, listing = self._listing(node_id, boundary=mode == "get_one")
         across = self.language.needed(query) if self.language is not None else True
         messages = render("descend", mode, cap=cap, layout=self.config.prompt_layout, across_languages=across,
@@ -213,10 +218,10 @@ class Descender:
         limit = request.context["max_items"]
         chosen = parse_positions(result.value, len(options)) if result.ok else []
         selected = [option for i, option in enumerate(options) if i in chosen]
+        cap = answer_cap(request.context["mode"], limit, len(options))
         decision = NodeDecision(node_id, selected, [o for o in options if o not in selected],
                                 answer=result.text if result.ok else None, error=result.error,
-                                capped=request.context["mode"] != "get_one" and limit < len(options)
-                                and len(chosen) >= limit)
+                                capped=cap is not None and len(chosen) >= cap)
         if not selected and node_id == self.tree.root_id:
             fallback = self.largest_child(node_id)
             decision.selected, decision.fallback = [fallback], True

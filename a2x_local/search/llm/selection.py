@@ -16,7 +16,7 @@ from typing import Any
 
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request
-from a2x_local.search.llm.config import LlmSearchConfig, answer_limit
+from a2x_local.search.llm.config import LlmSearchConfig, answer_cap, answer_limit
 from a2x_local.search.llm.grouping import Group
 from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.listing import numbered
@@ -100,7 +100,7 @@ class Selector:
         """The request for one group and the tokens left in the context window (None: window unknown)."""
         n = len(group.services)
         limit = answer_limit(mode, self.config.max_services_selected, n)
-        cap = limit if mode != "get_one" and limit < n else None
+        cap = answer_cap(mode, limit, n)
         described = n - group.brief
         listing = numbered([self.lines[s] for s in group.services[:described]]
                            + [self.names[s] for s in group.services[described:]])
@@ -146,8 +146,8 @@ class Selector:
         for item, result in zip(planned, results, strict=True):
             offered = len(item.group.services)
             chosen = parse_positions(result.value, offered) if result.ok else []
-            limit = item.request.context["max_items"]
-            capped = item.mode != "get_one" and limit < offered and len(chosen) >= limit
+            cap = answer_cap(item.mode, item.request.context["max_items"], offered)
+            capped = cap is not None and len(chosen) >= cap
             if capped:
                 runner.ledgers[item.job].capped += 1
             outcomes.append(GroupResult(item.group, item.label, item.mode, result.text if result.ok else None,
