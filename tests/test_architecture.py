@@ -98,6 +98,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "build_tiny_model",
         "cache_config",
         "check_ref",
+        "clip",
         "engine_settings",
         "load_aliases",
         "load_embedder",

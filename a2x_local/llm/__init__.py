@@ -19,7 +19,7 @@ from a2x_local.llm.factory import check_ref, engine_settings, make_engine
 from a2x_local.llm.model_check import ModelCheck
 from a2x_local.llm.models import ALIASES_FILE, alias_path, load_aliases
 from a2x_local.llm.options import ENGINE_OPTION_NAMES, EngineOptions
-from a2x_local.llm.sanitize import as_data
+from a2x_local.llm.sanitize import as_data, clip
 from a2x_local.llm.startup_log import send_startup_output_to
 from a2x_local.llm.tiny_model import build_tiny_model
 from a2x_local.llm.types import Constraint, JsonConstraint, Message, RegexConstraint, Request, Result
@@ -49,6 +49,7 @@ __all__ = [
     "build_tiny_model",
     "cache_config",
     "check_ref",
+    "clip",
     "engine_settings",
     "load_aliases",
     "load_embedder",

@@ -86,6 +86,15 @@ def as_data(text: str) -> str:
     return _DATA_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}›", GENERIC.clean(text))
 
 
+def clip(text: str, limit: int) -> str:
+    """Text on one line of at most ``limit`` characters, cut with "…" (0 = no limit): a newline in a listed name or
+    description would break a numbered list, and a long one would crowd out the rest of the prompt or page."""
+    text = " ".join(text.split())
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return text[: max(1, limit - 1)].rstrip() + "…"
+
+
 def tokenizer_special_tokens(tokenizer: object) -> list[str]:
     """Every special token a Hugging Face tokenizer declares: its named ones and the added tokens marked special."""
     found = list(getattr(tokenizer, "all_special_tokens", None) or [])

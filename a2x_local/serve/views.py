@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from a2x_local.llm import clip
 from a2x_local.registry import Service
 from a2x_local.search import SearchAnswer
 from a2x_local.taxonomy import Tree, TreeNode
@@ -22,8 +23,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
 def one_line(text: str, limit: int) -> str:
     """The text on one line (control characters and line breaks become spaces), cut at ``limit`` with "…"."""
-    flat = " ".join(_CONTROL.sub(" ", text or "").split())
-    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+    return clip(_CONTROL.sub(" ", text or ""), limit)
 
 
 class SearchQuery(BaseModel):

@@ -7,17 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from a2x_local.llm import Constraint, Engine, Message, Request, as_data
+from a2x_local.llm import Constraint, Engine, Message, Request, as_data, clip
 from a2x_local.registry import Service
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.prompts import node_context, render
 from a2x_local.taxonomy.state import BuildState, Draft, NodeWork
-
-
-def clip(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters (newlines would break numbered lists)."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
 
 
 def service_line(service: Service, description_chars: int) -> str:

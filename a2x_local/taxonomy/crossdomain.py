@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from a2x_local.llm import Engine, RegexConstraint, Request, Result
+from a2x_local.llm import Engine, RegexConstraint, Request, Result, clip
 from a2x_local.registry import Service
-from a2x_local.taxonomy.calls import Planned, clip, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.calls import Planned, fit_chunks, fitted_request, numbered, service_line
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.schemas import (
     lines_budget,

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2x_local.errors import UserError
-from a2x_local.llm import Engine, Request, Result
+from a2x_local.llm import Engine, Request, Result, clip
 from a2x_local.search.llm.config import LlmSearchConfig, answer_cap, answer_limit
 from a2x_local.search.llm.language_hint import LanguageHint
-from a2x_local.search.llm.listing import category_line, clip, confusable, numbered, shared_opening
+from a2x_local.search.llm.listing import category_line, confusable, numbered, shared_opening
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import other_services_line, render
 from a2x_local.search.llm.rounds import RoundRunner

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from a2x_local.llm import as_data
+from a2x_local.llm import as_data, clip
 from a2x_local.registry import Service
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.taxonomy import TreeNode
@@ -24,14 +24,6 @@ _MIN_SENTENCE_CHARS = 20
 _NAME_NOISE = re.compile(r"[\s_\-./:]+")
 # Words a cut line should not end on: they promise a continuation the cut removed.
 _DANGLING = frozenset({"a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to", "with"})
-
-
-def clip(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters (0 = no limit); newlines would break a numbered list."""
-    text = " ".join(text.split())
-    if limit <= 0 or len(text) <= limit:
-        return text
-    return text[: max(1, limit - 1)].rstrip() + "…"
 
 
 def clip_words(text: str, limit: int) -> str:
