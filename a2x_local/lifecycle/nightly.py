@@ -148,7 +148,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
             action = report["action"] = "none"
     elif action == "build":
         built = run_build(db, build_config(settings), engines.get, model=request.model, observer=observer,
-                          close_engine=False, lock_timeout_s=timeout, activate=False)
+                          close_engine=False, lock_timeout_s=timeout,
+                          checkpoint_wait_s=registry_config.checkpoint_wait_s, activate=False)
         candidate = built.build_id
         report["build"] = {"id": built.build_id, "tree": built.report["tree"], "usage": built.report["usage"],
                            "engine_rounds": built.report["engine_rounds"], "notes": built.notes}

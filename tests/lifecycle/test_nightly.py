@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.db import connect
+from a2x_local.errors import UserError
 from a2x_local.lifecycle.lock import NightlyLock
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.llm.scripted import ScriptedEngine
@@ -153,6 +154,22 @@ def test_a_second_job_on_the_same_database_is_skipped_with_exit_code_4(cli, nigh
         busy = cli("nightly", "--source", export, "--model", "scripted", "--json")
     assert busy.code == 4 and "another nightly job" in busy.err
     assert json.loads(busy.out)["error"] == "NightlyBusyError"
+
+
+def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home, tmp_path, monkeypatch):
+    config = home / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "[registry]\ncheckpoint_wait_s = 7\n", encoding="utf-8")
+    seen = {}
+
+    def build(*args, **kwargs):
+        seen.update(kwargs)
+        raise UserError("stop here")
+
+    monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+    export = write_export(tmp_path / "export.json", services(BASE, 1))
+    result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
+    assert result.code == 1 and "stop here" in result.err
+    assert seen["checkpoint_wait_s"] == 7
 
 
 def test_retention_keeps_the_newest_and_never_the_active_one(db_path):
