@@ -153,8 +153,8 @@ def nightly_command(
     max_drop: Annotated[float | None, typer.Option("--max-drop", min=0, max=100, help="Gate: most hit-rate points "
                                                    "the new tree may lose (default: \\[lifecycle] max_drop).")]
     = None,
-    keep: Annotated[int | None, typer.Option("--keep", min=1, help="Trees to keep, newest first; the active tree is "
-                                             "never deleted (default: \\[lifecycle] keep_trees).")] = None,
+    keep: Annotated[int | None, typer.Option("--keep", min=1, help="Completed trees to keep, newest first; the active "
+                                             "tree is never deleted (default: \\[lifecycle] keep_trees).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Sync even when it removes more than \\[registry] "
                                         "sync_max_remove_share of the services.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build afresh instead of updating the active tree "

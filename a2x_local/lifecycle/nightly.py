@@ -4,9 +4,9 @@ Under one lock per database: sync the registry with the export (all or nothing, 
 changed and the active tree is current, stop (no model is loaded). Otherwise place the changes into a new version
 of the active tree, or build afresh when much changed or there is no tree (answers the cache holds are not asked
 again). With a query file, the new tree and the active one answer the same queries and the new one is activated
-only if its hit rate drops by at most the allowed points; then old trees beyond the kept number are deleted
-(never the active one) and unused cached answers expire. A JSON report is written in every case, failures
-included, and the exit code says what happened (`EXIT_CODES`).
+only if its hit rate drops by at most the allowed points; then completed trees beyond the kept number and
+superseded failed builds are deleted (never the active one) and unused cached answers expire. A JSON report is
+written in every case, failures included, and the exit code says what happened (`EXIT_CODES`).
 """
 
 from __future__ import annotations

@@ -188,3 +188,28 @@ def test_retention_keeps_the_newest_and_never_the_active_one(db_path):
     assert remaining == [ids[0], ids[2], ids[3]]
     with connect(db_path) as con, pytest.raises(ValueError):
         apply_retention(con, 0)
+
+
+def test_retention_counts_only_completed_trees_and_keeps_failures_newer_than_them(db_path):
+    make_registry(db_path, services(BASE, 1))
+    from a2x_local.taxonomy import Tree, TreeNode, save_import
+    from a2x_local.taxonomy.store import create_build
+
+    def completed(con, k):
+        root = TreeNode("root", None, 0, "All", "Everything.", services=["weather-rain-0"])
+        return save_import(con, Tree({"root": root}), fingerprint="fp", source=f"t{k}", activate=k == 0, warnings=[])
+
+    def unfinished(con, status):
+        return create_build(con, kind="build", registry_fingerprint="fp", service_count=1, status=status)
+
+    with connect(db_path) as con:
+        active = completed(con, 0)
+        old_failed, old_killed = unfinished(con, "failed"), unfinished(con, "running")   # no lock: interrupted
+        rollback = [completed(con, 1), completed(con, 2)]
+        recent = [unfinished(con, "failed"), unfinished(con, "interrupted"), unfinished(con, "failed")]
+        result = apply_retention(con, 2)
+        remaining = [r.id for r in list_builds(con)]
+    # Three failed nights since the last completed tree push out neither tree kept for rollback.
+    assert result["deleted"] == [old_failed, old_killed]
+    assert remaining == result["kept"] == [active, *rollback, *recent]
+
