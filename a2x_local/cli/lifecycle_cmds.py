@@ -19,6 +19,7 @@ from a2x_local.cli.common import (
     err_console,
     model_label,
     open_registry_db,
+    print_error,
     print_json,
     settings_for,
     with_engine_options,
@@ -185,8 +186,6 @@ def nightly_command(
         console.print(table, highlight=False)
         console.print(f"report: {outcome.path}", highlight=False, soft_wrap=True)
     if outcome.error is not None:
-        err_console.print(f"[red]error:[/red] {escape(outcome.error.message)}", highlight=False, soft_wrap=True)
-        if outcome.error.hint:
-            err_console.print(f"[dim]hint:[/dim] {escape(outcome.error.hint)}", highlight=False, soft_wrap=True)
+        print_error(outcome.error)
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)

@@ -172,6 +172,17 @@ def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home,
     assert seen["checkpoint_wait_s"] == 7
 
 
+def test_a_failed_night_prints_its_error_terminal_safe(cli, night, tmp_path, monkeypatch):
+    def build(*args, **kwargs):
+        raise UserError("category \x1b[2Jweather", hint="rename \x07it")
+
+    monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+    export = write_export(tmp_path / "export.json", services(BASE, 1))
+    result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
+    assert result.code == 1 and "\x1b" not in result.err and "\x07" not in result.err
+    assert "error: category \\x1b[2Jweather" in result.err and "hint: rename \\x07it" in result.err
+
+
 def test_retention_keeps_the_newest_and_never_the_active_one(db_path):
     make_registry(db_path, services(BASE, 1))
     from a2x_local.taxonomy import Tree, TreeNode, save_import
