@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,6 @@ class NightlyOutcome:
     path: Path
     exit_code: int
     error: A2XError | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def report_path(settings: Settings, request: NightlyRequest, started: datetime) -> Path:
