@@ -40,6 +40,11 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
     @property
+    def after(self) -> int:
+        """Services the registry holds after the sync (would hold, when refused or dry)."""
+        return self.before + len(self.added) - len(self.removed)
+
+    @property
     def removed_share(self) -> float:
         return len(self.removed) / self.before if self.before else 0.0
 
@@ -57,7 +62,7 @@ class SyncReport:
             "removed": list(self.removed),
             "unchanged": self.unchanged,
             "services_before": self.before,
-            "services_after": self.before + len(self.added) - len(self.removed),
+            "services_after": self.after,
             "run_id": self.run_id,
             "dry_run": self.dry_run,
             "forced": self.forced,
