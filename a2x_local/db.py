@@ -157,8 +157,8 @@ def damage(con: duckdb.DuckDBPyConnection, path: Path) -> str | None:
 def verify_blocks(con: duckdb.DuckDBPyConnection) -> None:
     """Read every stored column of every table, so DuckDB checks each block's checksum (raises when one fails).
 
-    One pass over the file (~50 ms for the 1,839 ToolRet services): done before a command changes the registry,
-    so a damaged file is refused rather than written into."""
+    One pass over the file, done before a command changes the registry, so a damaged file is refused rather than
+    written into."""
     for (name,) in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall():
         con.execute(f'SELECT bit_xor(hash(COLUMNS(*))) FROM "{name}"').fetchall()

@@ -16,6 +16,7 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.registry import Registry
+from tests.support.registries import SERVICES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,6 +124,15 @@ def test_control_characters_already_stored_reach_the_screen_escaped(cli, registr
         assert result.code == 0, result.err
         assert "\x1b" not in result.out and "\x07" not in result.out and "\x9b" not in result.out
         assert "\\x1b" in result.out
+
+
+def test_a_sync_shows_the_ids_it_removes_escaped(cli, registry_db, tmp_path):
+    insert_raw(registry_db, "evil\x1b[2J", "bell\x07name", "clears the screen")
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps([s.to_dict() for s in SERVICES]), encoding="utf-8")
+    result = cli("ingest", export, "--sync", "--dry-run")
+    assert result.code == 0, result.err
+    assert "\x1b" not in result.out and "evil\\x1b[2J" in result.out
 
 
 def test_brackets_in_service_text_are_text_not_markup(cli, registry_db):

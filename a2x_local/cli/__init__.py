@@ -10,10 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import err_console, print_json, terminal_safe
+from a2x_local.cli.common import err_console, print_error, print_json, terminal_safe
 from a2x_local.db import translate
 from a2x_local.errors import A2XError, InternalError, Interrupted, UserError
 
@@ -81,10 +80,7 @@ def _report(exc: A2XError, args: Sequence[str], *, cause: BaseException | None =
     shown = cause or exc
     if os.environ.get(DEBUG_VARIABLE) and shown.__traceback__ is not None:
         err_console.print(terminal_safe("".join(traceback.format_exception(shown))), markup=False, highlight=False)
-    # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
-    err_console.print(f"[red]error:[/red] {escape(terminal_safe(exc.message))}", highlight=False, soft_wrap=True)
-    if exc.hint:
-        err_console.print(f"[dim]hint:[/dim] {escape(terminal_safe(exc.hint))}", highlight=False, soft_wrap=True)
+    print_error(exc)
     if "--json" in args:
         print_json(exc.to_dict())
     return exc.exit_code

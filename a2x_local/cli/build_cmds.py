@@ -69,10 +69,10 @@ def build_command(
                           cross_domain=cross_domain, keyword_merge=keyword_merge)
     label = model_label(settings, engine_options)
     load = engine_loader(settings, engine_options, no_cache)
-    waits = {"lock_timeout_s": settings.lock_timeout_s,
-             "checkpoint_wait_s": RegistryConfig.from_settings(settings).checkpoint_wait_s}
+    checkpoint_wait_s = RegistryConfig.from_settings(settings).checkpoint_wait_s
     outcome = with_round_progress(json_output, lambda observer: run_build(
-        settings.db_path, config, load, model=label, resume=resume, observer=observer, **waits))
+        settings.db_path, config, load, model=label, resume=resume, observer=observer,
+        lock_timeout_s=settings.lock_timeout_s, checkpoint_wait_s=checkpoint_wait_s))
     if json_output:
         print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": outcome.active,
                     "notes": outcome.notes, "stats": outcome.report})

@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from a2x_local.db import Mode, connect
+from a2x_local.errors import A2XError
 from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions, Result, make_engine, with_answer_cache
 from a2x_local.search import ProgressFactory, check_queries, method_names, method_spec, parse_option_pairs
@@ -289,3 +290,11 @@ with_method_options = option_bundle("method", METHOD_FLAGS, MethodChoice.of)
 NoCacheOption = Annotated[bool, typer.Option(
     "--no-cache", help="Ask the model afresh instead of reading the answers the registry's answer cache holds "
                        "(the fresh answers replace them).")]
+
+
+def print_error(exc: A2XError) -> None:
+    """The `error:` line and its `hint:` on stderr, terminal-safe: every command fails in the same two lines."""
+    # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
+    err_console.print(f"[red]error:[/red] {shown(exc.message)}", highlight=False, soft_wrap=True)
+    if exc.hint:
+        err_console.print(f"[dim]hint:[/dim] {shown(exc.hint)}", highlight=False, soft_wrap=True)

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from a2x_local.cli.app import app
@@ -19,8 +18,10 @@ from a2x_local.cli.common import (
     err_console,
     model_label,
     open_registry_db,
+    print_error,
     print_json,
     settings_for,
+    shown,
     with_engine_options,
     with_round_progress,
 )
@@ -76,22 +77,22 @@ def update_command(
     table.add_column("detail", overflow="fold")
     table.add_row("placed (new)", f"{len(changes.added):,}", f"by {outcome.placement}")
     table.add_row("placed again (changed)", f"{len(changes.changed):,}", f"by {outcome.placement}")
-    table.add_row("taken out (removed)", f"{len(changes.removed):,}", escape(", ".join(changes.removed[:_SHOWN])))
+    table.add_row("taken out (removed)", f"{len(changes.removed):,}", shown(", ".join(changes.removed[:_SHOWN])))
     table.add_row("leaves over θ_leaf after placement", f"{len(outcome.overfull):,}",
-                  escape(", ".join(f"{x['node']} ({x['services']})" for x in outcome.overfull[:_SHOWN])))
-    table.add_row("re-split with the model", f"{len(outcome.split):,}", ", ".join(outcome.split[:_SHOWN]))
+                  shown(", ".join(f"{x['node']} ({x['services']})" for x in outcome.overfull[:_SHOWN])))
+    table.add_row("re-split with the model", f"{len(outcome.split):,}", shown(", ".join(outcome.split[:_SHOWN])))
     table.add_row("still over θ_leaf", f"{len(outcome.still_overfull):,}",
-                  escape(", ".join(f"{x['node']} ({x['services']}, depth {x['depth']})"
-                                   for x in outcome.still_overfull[:_SHOWN])))
+                  shown(", ".join(f"{x['node']} ({x['services']}, depth {x['depth']})"
+                                  for x in outcome.still_overfull[:_SHOWN])))
     console.print(table, highlight=False)
     for placed in list(outcome.placements.values())[:_SHOWN]:
         where = ", ".join(placed.nodes)
         score = f" (similarity {placed.score:.2f})" if placed.score is not None else ""
-        console.print(f"  {escape(placed.service)} → {escape(where)}{score}", highlight=False)
+        console.print(f"  {shown(placed.service)} → {shown(where)}{score}", highlight=False)
     if outcome.usage.by_label:
         console.print(outcome.usage.table(title="Model calls by call type"))
     for note in outcome.notes:
-        err_console.print(f"[yellow]note:[/yellow] {escape(note)}")
+        err_console.print(f"[yellow]note:[/yellow] {shown(note)}")
 
 
 @tree_app.command("diff")
@@ -127,7 +128,7 @@ def diff_command(
                                    for x in diff.services_moved])]
     for label, lines in sections:
         for line in lines[:_SHOWN]:
-            console.print(f"  {label}: {escape(line)}", highlight=False)
+            console.print(f"  {label}: {shown(line)}", highlight=False)
         if len(lines) > _SHOWN:
             console.print(f"  ... {len(lines) - _SHOWN:,} more ({label}; see --json)")
 
@@ -153,8 +154,8 @@ def nightly_command(
     max_drop: Annotated[float | None, typer.Option("--max-drop", min=0, max=100, help="Gate: most hit-rate points "
                                                    "the new tree may lose (default: \\[lifecycle] max_drop).")]
     = None,
-    keep: Annotated[int | None, typer.Option("--keep", min=1, help="Trees to keep, newest first; the active tree is "
-                                             "never deleted (default: \\[lifecycle] keep_trees).")] = None,
+    keep: Annotated[int | None, typer.Option("--keep", min=1, help="Completed trees to keep, newest first; the active "
+                                             "tree is never deleted (default: \\[lifecycle] keep_trees).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Sync even when it removes more than \\[registry] "
                                         "sync_max_remove_share of the services.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build afresh instead of updating the active tree "
@@ -181,12 +182,10 @@ def nightly_command(
         table.add_column("step")
         table.add_column("result", overflow="fold")
         for label, value in summary_rows(data):
-            table.add_row(label, escape(value))
+            table.add_row(label, shown(value))
         console.print(table, highlight=False)
         console.print(f"report: {outcome.path}", highlight=False, soft_wrap=True)
     if outcome.error is not None:
-        err_console.print(f"[red]error:[/red] {escape(outcome.error.message)}", highlight=False, soft_wrap=True)
-        if outcome.error.hint:
-            err_console.print(f"[dim]hint:[/dim] {escape(outcome.error.hint)}", highlight=False, soft_wrap=True)
+        print_error(outcome.error)
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)

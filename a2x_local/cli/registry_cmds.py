@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from a2x_local.cli.app import app
@@ -122,13 +121,12 @@ def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
     table.add_column("ids (first 10)", overflow="fold")
     rows = (("added", report.added), ("updated", [c.id for c in report.updated]), ("removed", report.removed))
     for label, ids in rows:
-        shown = ", ".join(ids[:10]) + (f" ... {len(ids) - 10:,} more" if len(ids) > 10 else "")
-        table.add_row(label, f"{len(ids):,}", escape(shown))
+        listed = ", ".join(ids[:10]) + (f" ... {len(ids) - 10:,} more" if len(ids) > 10 else "")
+        table.add_row(label, f"{len(ids):,}", shown(listed))
     table.add_row("unchanged", f"{report.unchanged:,}", "")
     console.print(table, highlight=False)
-    after = report.before + len(report.added) - len(report.removed)
     verb = "would hold" if refused or report.dry_run else "now holds"
-    console.print(f"registry {verb} {after:,} services (before: {report.before:,})")
+    console.print(f"registry {verb} {report.after:,} services (before: {report.before:,})")
 
 
 @app.command("stats")

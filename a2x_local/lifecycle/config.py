@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
 from a2x_local.settings import SectionConfig, Settings
 
 Placement = Literal["model", "embedding"]
-PLACEMENTS: tuple[str, ...] = ("model", "embedding")
+PLACEMENTS: tuple[str, ...] = get_args(Placement)
 
 
 class LifecycleConfig(SectionConfig):

@@ -4,16 +4,16 @@ Under one lock per database: sync the registry with the export (all or nothing, 
 changed and the active tree is current, stop (no model is loaded). Otherwise place the changes into a new version
 of the active tree, or build afresh when much changed or there is no tree (answers the cache holds are not asked
 again). With a query file, the new tree and the active one answer the same queries and the new one is activated
-only if its hit rate drops by at most the allowed points; then old trees beyond the kept number are deleted
-(never the active one) and unused cached answers expire. A JSON report is written in every case, failures
-included, and the exit code says what happened (`EXIT_CODES`).
+only if its hit rate drops by at most the allowed points; then completed trees beyond the kept number and
+superseded failed builds are deleted (never the active one) and unused cached answers expire. A JSON report is
+written in every case, failures included, and the exit code says what happened (`EXIT_CODES`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,6 @@ class NightlyOutcome:
     path: Path
     exit_code: int
     error: A2XError | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def report_path(settings: Settings, request: NightlyRequest, started: datetime) -> Path:
@@ -148,7 +147,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
             action = report["action"] = "none"
     elif action == "build":
         built = run_build(db, build_config(settings), engines.get, model=request.model, observer=observer,
-                          close_engine=False, lock_timeout_s=timeout, activate=False)
+                          close_engine=False, lock_timeout_s=timeout,
+                          checkpoint_wait_s=registry_config.checkpoint_wait_s, activate=False)
         candidate = built.build_id
         report["build"] = {"id": built.build_id, "tree": built.report["tree"], "usage": built.report["usage"],
                            "engine_rounds": built.report["engine_rounds"], "notes": built.notes}

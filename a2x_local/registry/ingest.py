@@ -146,15 +146,26 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, fmt: str = 
         raise ConflictError(report)
     if dry_run:
         return report
+    report.run_id = write_incoming(con, registry, incoming, started=started, paths=paths, fmt=fmt, replace=replace)
+    return report
+
+
+def write_incoming(con: duckdb.DuckDBPyConnection, registry: Registry, incoming: Incoming, *, started: datetime,
+                   paths: Sequence[Path], fmt: str, replace: bool, removed: Sequence[str] = (),
+                   sync: bool = False) -> int:
+    """Insert the new services, overwrite the changed ones (with ``replace``), delete ``removed`` and record the
+    run, in one transaction; returns the run's id. Shared by ingest and sync so that both record runs alike."""
     with transaction(con):
         registry.insert(incoming.new)
         if replace:
             registry.update(incoming.changed)
+        if removed:
+            registry.remove(removed)
         row = con.execute(
             "INSERT INTO ingest_runs (started_at, finished_at, paths, format, replace, added, updated, unchanged,"
-            " conflicts, status) VALUES (?, now(), ?, ?, ?, ?, ?, ?, 0, 'completed') RETURNING id",
-            [started, json.dumps([str(p) for p in paths]), fmt, replace, len(report.added), len(report.updated),
-             len(report.unchanged)],
+            " conflicts, status, removed, sync) VALUES (?, now(), ?, ?, ?, ?, ?, ?, 0, 'completed', ?, ?)"
+            " RETURNING id",
+            [started, json.dumps([str(p) for p in paths]), fmt, replace, len(incoming.new),
+             len(incoming.changed) if replace else 0, len(incoming.unchanged), len(removed), sync],
         ).fetchone()
-        report.run_id = int(row[0])
-    return report
+    return int(row[0])

@@ -7,7 +7,6 @@ refused unless forced, and then nothing at all is written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,10 +15,9 @@ from typing import Any
 
 import duckdb
 
-from a2x_local.db import transaction
 from a2x_local.errors import UserError
 from a2x_local.registry.formats import Limits
-from a2x_local.registry.ingest import Change, FileSummary, read_incoming
+from a2x_local.registry.ingest import Change, FileSummary, read_incoming, write_incoming
 from a2x_local.registry.store import Registry
 
 
@@ -42,6 +40,11 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
     @property
+    def after(self) -> int:
+        """Services the registry holds after the sync (would hold, when refused or dry)."""
+        return self.before + len(self.added) - len(self.removed)
+
+    @property
     def removed_share(self) -> float:
         return len(self.removed) / self.before if self.before else 0.0
 
@@ -59,7 +62,7 @@ class SyncReport:
             "removed": list(self.removed),
             "unchanged": self.unchanged,
             "services_before": self.before,
-            "services_after": self.before + len(self.added) - len(self.removed),
+            "services_after": self.after,
             "run_id": self.run_id,
             "dry_run": self.dry_run,
             "forced": self.forced,
@@ -98,17 +101,6 @@ def sync(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, max_remove_sh
         raise SyncRefusedError(report, max_remove_share)
     if dry_run:
         return report
-    with transaction(con):
-        registry.insert(incoming.new)
-        registry.update(incoming.changed)
-        if report.removed:
-            registry.remove(report.removed)
-        row = con.execute(
-            "INSERT INTO ingest_runs (started_at, finished_at, paths, format, replace, added, updated, unchanged,"
-            " conflicts, status, removed, sync) VALUES (?, now(), ?, ?, TRUE, ?, ?, ?, 0, 'completed', ?, TRUE)"
-            " RETURNING id",
-            [started, json.dumps([str(p) for p in paths]), fmt, len(report.added), len(report.updated),
-             report.unchanged, len(report.removed)],
-        ).fetchone()
-        report.run_id = int(row[0])
+    report.run_id = write_incoming(con, registry, incoming, started=started, paths=paths, fmt=fmt, replace=True,
+                                   removed=report.removed, sync=True)
     return report

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.db import connect
+from a2x_local.errors import UserError
 from a2x_local.lifecycle.lock import NightlyLock
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.llm.scripted import ScriptedEngine
@@ -155,6 +156,33 @@ def test_a_second_job_on_the_same_database_is_skipped_with_exit_code_4(cli, nigh
     assert json.loads(busy.out)["error"] == "NightlyBusyError"
 
 
+def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home, tmp_path, monkeypatch):
+    config = home / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "[registry]\ncheckpoint_wait_s = 7\n", encoding="utf-8")
+    seen = {}
+
+    def build(*args, **kwargs):
+        seen.update(kwargs)
+        raise UserError("stop here")
+
+    monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+    export = write_export(tmp_path / "export.json", services(BASE, 1))
+    result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
+    assert result.code == 1 and "stop here" in result.err
+    assert seen["checkpoint_wait_s"] == 7
+
+
+def test_a_failed_night_prints_its_error_terminal_safe(cli, night, tmp_path, monkeypatch):
+    def build(*args, **kwargs):
+        raise UserError("category \x1b[2Jweather", hint="rename \x07it")
+
+    monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+    export = write_export(tmp_path / "export.json", services(BASE, 1))
+    result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
+    assert result.code == 1 and "\x1b" not in result.err and "\x07" not in result.err
+    assert "error: category \\x1b[2Jweather" in result.err and "hint: rename \\x07it" in result.err
+
+
 def test_retention_keeps_the_newest_and_never_the_active_one(db_path):
     make_registry(db_path, services(BASE, 1))
     from a2x_local.taxonomy import Tree, TreeNode, save_import
@@ -171,3 +199,28 @@ def test_retention_keeps_the_newest_and_never_the_active_one(db_path):
     assert remaining == [ids[0], ids[2], ids[3]]
     with connect(db_path) as con, pytest.raises(ValueError):
         apply_retention(con, 0)
+
+
+def test_retention_counts_only_completed_trees_and_keeps_failures_newer_than_them(db_path):
+    make_registry(db_path, services(BASE, 1))
+    from a2x_local.taxonomy import Tree, TreeNode, save_import
+    from a2x_local.taxonomy.store import create_build
+
+    def completed(con, k):
+        root = TreeNode("root", None, 0, "All", "Everything.", services=["weather-rain-0"])
+        return save_import(con, Tree({"root": root}), fingerprint="fp", source=f"t{k}", activate=k == 0, warnings=[])
+
+    def unfinished(con, status):
+        return create_build(con, kind="build", registry_fingerprint="fp", service_count=1, status=status)
+
+    with connect(db_path) as con:
+        active = completed(con, 0)
+        old_failed, old_killed = unfinished(con, "failed"), unfinished(con, "running")   # no lock: interrupted
+        rollback = [completed(con, 1), completed(con, 2)]
+        recent = [unfinished(con, "failed"), unfinished(con, "interrupted"), unfinished(con, "failed")]
+        result = apply_retention(con, 2)
+        remaining = [r.id for r in list_builds(con)]
+    # Three failed nights since the last completed tree push out neither tree kept for rollback.
+    assert result["deleted"] == [old_failed, old_killed]
+    assert remaining == result["kept"] == [active, *rollback, *recent]
+

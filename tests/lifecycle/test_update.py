@@ -12,7 +12,16 @@ from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry, Service
 from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy import active_build_id, get_build, list_builds, load_active_tree, load_tree
+from a2x_local.taxonomy import (
+    Tree,
+    TreeNode,
+    active_build_id,
+    get_build,
+    list_builds,
+    load_active_tree,
+    load_tree,
+    save_import,
+)
 from a2x_local.taxonomy.runner import run_build
 from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
 from tests.support.engines import patch_make_engine
@@ -166,3 +175,17 @@ def test_cli_update_diff_and_rollback(cli, built, monkeypatch):
     assert people.code == 0, people.err
     assert "embedding similarity" in people.out and "Tree 3 made from tree 1" in people.out
     assert cli("tree", "update", "--placement", "nearest").code == 2
+
+
+def test_tree_diff_shows_category_names_escaped(cli, db_path):
+    make_registry(db_path, services(BASE, 1))
+    with connect(db_path) as con:
+        for k, name in enumerate(["Rain", "Rain\x1b[2J"]):
+            root = TreeNode("root", None, 0, "All", "Everything.", children=["root/1"])
+            leaf = TreeNode("root/1", "root", 1, name, "Rain.", services=["weather-rain-0"])
+            save_import(con, Tree({"root": root, "root/1": leaf}), fingerprint="fp", source=f"t{k}",
+                        activate=k == 0, warnings=[])
+    result = cli("tree", "diff", "1", "2")
+    assert result.code == 0, result.err
+    assert "\x1b" not in result.out and "Rain\\x1b[2J" in result.out
+
