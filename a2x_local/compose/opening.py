@@ -29,7 +29,7 @@ COMPOSE = "compose"
 
 def _snapshot(settings: Settings, db_path: Path) -> tuple[list[Any], Tree | None, str | None]:
     """The registry's services and its active tree (None, with a note, when there is none or it is stale)."""
-    with connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+    with connect(db_path, lock_timeout_s=settings.lock_timeout_s, mode="read") as con:
         registry = Registry(con)
         services = registry.all()
         build_id = active_build_id(con)
