@@ -80,20 +80,19 @@ def compose_command(
             raise UserError(f"--sad needs a model decomposer, and this plan's is {composer.label}",
                             hint="give --model ALIAS (see `a2x-local models list`), or leave out --sad")
         plans = composer.plan(texts, k=k, sad=sad, mode=method.mode)
-        usage = composer.engine.usage.to_dict() if composer.engine is not None else None
+        usage = composer.engine.usage if composer.engine is not None else None
     if json_output:
         dumped = [plan.model_dump(mode="json") for plan in plans]
-        print_json(dumped[0] if request is not None else {"plans": dumped, "usage": usage})
+        print_json(dumped[0] if request is not None
+                   else {"plans": dumped, "usage": usage.to_dict() if usage is not None else None})
         return
     for plan in plans:
         console.print(plan_tree(plan))
         console.print(_footer(plan), highlight=False)
         if trace:
             console.print(trace_tree(plan))
-    if usage and usage["total"]["calls"]:
-        from a2x_local.llm import Usage
-
-        console.print(Usage.from_dict(usage).table("Model calls by call type"))
+    if usage is not None and usage.total().calls:
+        console.print(usage.table("Model calls by call type"))
 
 
 def _count(number: int, noun: str) -> str:
