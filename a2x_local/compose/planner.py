@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2x_local.compose.assemble import Retrieved, assemble
-from a2x_local.compose.compatibility import Profile
+from a2x_local.compose.compatibility import Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import Ledger, ModelDecomposer, prompt_hash
 from a2x_local.compose.rules import rule_steps
-from a2x_local.compose.sad import copied_steps, hint_ids, hint_names, jaccard
+from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
 from a2x_local.errors import UserError
