@@ -98,7 +98,7 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
     try:
         if method is None:
             method = make_method(config.step_method, settings, db_path, progress=progress, engine=engine, **options)
-        model = ModelDecomposer(engine, config) if decomposer == "model" and engine is not None else None
+        model = ModelDecomposer(engine, config) if decomposer == "model" else None
     except BaseException:
         if owns_engine and engine is not None:
             engine.close()

@@ -44,6 +44,7 @@ class _Work:
     notes: list[str] = field(default_factory=list)
     failed: bool = False     # the model's decomposition never validated: searched as one step
     sad: SadReport = field(default_factory=lambda: SadReport(applied=False))
+    hints: list[str] = field(default_factory=list)   # SAD: the service ids last shown to the model
 
     def queries(self) -> list[str]:
         """A one-step plan searches the request itself: a single need behaves exactly like plain search."""
@@ -172,11 +173,12 @@ class Composer:
         for work in works:
             work.sad = SadReport(applied=not work.failed, first_steps=list(work.steps),
                                  reason="the first decomposition failed" if work.failed else "")
-        hints = {id(work): hint_ids(search.rankings(work), self.config.sad_hints) for work in active}
+        for work in active:
+            work.hints = hint_ids(search.rankings(work), self.config.sad_hints)
         for number in range(1, self.config.sad_rounds + 1):
             if not active:
                 return
-            shown = [hint_names(hints[id(work)], self.names) for work in active]
+            shown = [hint_names(work.hints, self.names) for work in active]
             outcomes = self.model.decompose([w.request for w in active], [w.ledger for w in active], hints=shown)
             trying = []
             for work, names, outcome in zip(active, shown, outcomes, strict=True):
@@ -198,9 +200,9 @@ class Composer:
             still = []
             for work in trying:
                 new = hint_ids(search.rankings(work), self.config.sad_hints)
-                overlap = jaccard(hints[id(work)], new)
+                overlap = jaccard(work.hints, new)
                 work.sad.rounds[-1].jaccard = round(overlap, 4)
-                hints[id(work)] = new
+                work.hints = new
                 if overlap > self.config.sad_stop_jaccard:
                     work.sad.rounds[-1].reason = "hints settled"
                 else:
