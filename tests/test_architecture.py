@@ -53,6 +53,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
+        "JsonFile",
         "check_plots",
         "compare_row",
         "compare_runs",
@@ -62,6 +63,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "load_query_texts",
         "pct",
         "plan_run",
+        "read_json_file",
         "registry_info",
         "run_evaluation",
     ],

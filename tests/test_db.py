@@ -122,6 +122,12 @@ def test_a_read_only_registry_serves_reading_commands(cli, unwritable):
     assert found.json()["hits"][0]["id"] == "weather"
 
 
+
+def test_a_read_only_registry_serves_compose(cli, unwritable):
+    planned = cli("compose", "weather forecast for Paris", "-m", "bm25", "--decomposer", "rule", "--json")
+    assert planned.code == 0, planned.err
+    assert planned.json()["services"] == ["weather"]
+
 def test_a_read_only_registry_refuses_writes_clearly(cli, unwritable, tmp_path):
     before = snapshot(unwritable)
     new = tmp_path / "new.json"

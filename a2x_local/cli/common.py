@@ -239,27 +239,34 @@ def with_engine_options(command: Callable[..., Any] | None = None, *,
     return decorate(command) if command is not None else decorate
 
 
+def _check_mode(method: str, mode: str) -> None:
+    """Refuse a mode the method does not have while the flags are parsed, before anything loads."""
+    spec = method_spec(method)
+    if mode not in spec.modes:
+        accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
+        raise typer.BadParameter(f"method '{method}' accepts: {accepted}", param_hint="--mode")
+
+
 @dataclass(frozen=True)
 class MethodChoice:
     """The search method a command runs, its mode, and its own options (from -o pairs and the flags below)."""
 
-    name: str
+    name: str | None     # None only where the command has no default method of its own (compose: its config's)
     mode: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    given: bool = True   # False when --method was left out (``name`` is then the default, hybrid)
 
     @classmethod
     def of(cls, method: str | None = None, mode: str | None = None, embedding_model: str | None = None,
-           text: str | None = None, option: list[str] | None = None) -> MethodChoice:
-        name = method or "hybrid"
-        spec = method_spec(name)
-        if mode is not None and mode not in spec.modes:
-            accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
-            raise typer.BadParameter(f"method '{name}' accepts: {accepted}", param_hint="--mode")
+           text: str | None = None, option: list[str] | None = None, *,
+           default: str | None = "hybrid") -> MethodChoice:
+        """The choice from the flags; --mode is checked here only when the method is known (given, or ``default``)."""
+        name = method or default
+        if name is not None and mode is not None:
+            _check_mode(name, mode)
         options: dict[str, Any] = parse_option_pairs(option or [])
         options.update({key: value for key, value in (("embedding_model", embedding_model), ("text", text))
                         if value is not None})
-        return cls(name, mode, options, given=method is not None)
+        return cls(name, mode, options)
 
     def with_engine(self, engine_options: EngineOptions) -> dict[str, Any]:
         """The method's options plus the engine flags that were given (LLM methods take them as options)."""
@@ -270,7 +277,8 @@ _METHOD_PANEL = "Search method"
 METHOD_FLAGS: dict[str, Any] = {
     "method": Annotated[str | None, typer.Option(
         "--method", "-m", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help=f"Search method: {' | '.join(method_names())} (default: hybrid).")],
+        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, "
+             "\\[compose] step_method).")],
     "mode": Annotated[str | None, typer.Option(
         "--mode", rich_help_panel=_METHOD_PANEL, show_default=False,
         help="Selection mode of LLM methods: get_all | get_important | get_one.")],
@@ -286,6 +294,8 @@ METHOD_FLAGS: dict[str, Any] = {
 }
 
 with_method_options = option_bundle("method", METHOD_FLAGS, MethodChoice.of)
+# compose's method defaults to `[compose] step_method`, known only once the settings load: ``name`` stays None.
+with_step_method_options = option_bundle("method", METHOD_FLAGS, functools.partial(MethodChoice.of, default=None))
 
 NoCacheOption = Annotated[bool, typer.Option(
     "--no-cache", help="Ask the model afresh instead of reading the answers the registry's answer cache holds "

@@ -21,7 +21,7 @@ from a2x_local.cli.common import (
     shown_inline,
     want_progress,
     with_engine_options,
-    with_method_options,
+    with_step_method_options,
 )
 from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
@@ -29,7 +29,7 @@ from a2x_local.llm import EngineOptions
 
 
 @app.command("compose")
-@with_method_options
+@with_step_method_options
 @with_engine_options
 def compose_command(
     ctx: typer.Context,
@@ -54,13 +54,14 @@ def compose_command(
                                         "(--json always includes it).")] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
-    method: MethodChoice = None,  # type: ignore[assignment]  (filled by with_method_options)
+    method: MethodChoice = None,  # type: ignore[assignment]  (filled by with_step_method_options)
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     """Plan a request: steps, one service for each, alternatives, dependencies and parallel groups.
 
     The request is split into steps (by a model, or by rules without one), every step is searched with --method
-    (default hybrid), and each step's service is chosen by similarity and compatibility with the others.
+    (default: \\[compose] step_method), and each step's service is chosen by similarity and compatibility with the
+    others.
 
     Example: a2x-local compose "find popular movies, then tell me where to stream them" --k 3
     """
@@ -73,26 +74,25 @@ def compose_command(
     with progress_bars(want_progress(json_output)) as bars:
         composer = open_composer(settings, engine_options=engine_options, method_options=method.options,
                                  steps=steps, progress=bars, decomposer=decomposer, alpha=alpha,
-                                 step_method=method.name if method.given else None)
+                                 step_method=method.name)
     with composer:
         if sad and composer.model is None:
             raise UserError(f"--sad needs a model decomposer, and this plan's is {composer.label}",
                             hint="give --model ALIAS (see `a2x-local models list`), or leave out --sad")
         plans = composer.plan(texts, k=k, sad=sad, mode=method.mode)
-        usage = composer.engine.usage.to_dict() if composer.engine is not None else None
+        usage = composer.engine.usage if composer.engine is not None else None
     if json_output:
         dumped = [plan.model_dump(mode="json") for plan in plans]
-        print_json(dumped[0] if request is not None else {"plans": dumped, "usage": usage})
+        print_json(dumped[0] if request is not None
+                   else {"plans": dumped, "usage": usage.to_dict() if usage is not None else None})
         return
     for plan in plans:
         console.print(plan_tree(plan))
         console.print(_footer(plan), highlight=False)
         if trace:
             console.print(trace_tree(plan))
-    if usage and usage["total"]["calls"]:
-        from a2x_local.llm import Usage
-
-        console.print(Usage.from_dict(usage).table("Model calls by call type"))
+    if usage is not None and usage.total().calls:
+        console.print(usage.table("Model calls by call type"))
 
 
 def _count(number: int, noun: str) -> str:

@@ -52,8 +52,10 @@ class Profile:
     input_names: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    """Overlap of two sets; two empty ones are the same set (1.0), which SAD's stopping rule relies on."""
+    left, right = set(a), set(b)
+    return len(left & right) / len(left | right) if left or right else 1.0
 
 
 def tree_categories(tree: Tree | None) -> dict[str, frozenset[str]]:
@@ -98,9 +100,9 @@ def signals(earlier: Profile, later: Profile) -> dict[str, float]:
     if earlier.outputs and later.inputs:
         found["io"] = len(earlier.outputs & later.inputs) / len(later.inputs)
     if earlier.inputs and later.inputs:
-        found["params"] = _jaccard(earlier.inputs, later.inputs)
+        found["params"] = jaccard(earlier.inputs, later.inputs)
     if earlier.origin and later.origin:
         found["origin"] = float(earlier.origin == later.origin)
     if earlier.categories and later.categories:
-        found["category"] = _jaccard(earlier.categories, later.categories)
+        found["category"] = jaccard(earlier.categories, later.categories)
     return found

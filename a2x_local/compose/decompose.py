@@ -24,7 +24,7 @@ from a2x_local.prompts import PromptBook
 DECOMPOSE, DECOMPOSE_SAD = "decompose", "decompose_hinted"
 LABELS = {DECOMPOSE: "decompose", DECOMPOSE_SAD: "decompose_sad"}   # call types as counted in engine.usage
 PROMPTS = PromptBook("a2x_local.compose", call_types=(DECOMPOSE, DECOMPOSE_SAD))
-# Per step: the JSON keys, quotes and an id list beside the task text.
+# Per step: the JSON keys, quotes and its own id beside the task text; each id of depends_on adds its own length.
 _STEP_OVERHEAD_CHARS = 48
 
 
@@ -71,8 +71,11 @@ def answer_model(max_steps: int, step_chars: int) -> type[BaseModel]:
 
 
 def answer_budget(config: ComposeConfig) -> int:
-    """Tokens a complete answer may need at the schema's bounds."""
-    return int(config.max_steps * (config.step_chars + _STEP_OVERHEAD_CHARS) / config.budget_chars_per_token) + 16
+    """Tokens a complete answer may need at the schema's bounds: every step with a full task and a full depends_on
+    list (max_steps - 1 ids), so a long answer is never cut off and retried."""
+    dependency_chars = len(f'"s{config.max_steps}", ')
+    step_chars = config.step_chars + _STEP_OVERHEAD_CHARS + (config.max_steps - 1) * dependency_chars
+    return int(config.max_steps * step_chars / config.budget_chars_per_token) + 16
 
 
 def as_data(text: str, limit: int) -> str:

@@ -29,7 +29,7 @@ COMPOSE = "compose"
 
 def _snapshot(settings: Settings, db_path: Path) -> tuple[list[Any], Tree | None, str | None]:
     """The registry's services and its active tree (None, with a note, when there is none or it is stale)."""
-    with connect(db_path, lock_timeout_s=settings.lock_timeout_s) as con:
+    with connect(db_path, lock_timeout_s=settings.lock_timeout_s, mode="read") as con:
         registry = Registry(con)
         services = registry.all()
         build_id = active_build_id(con)
@@ -98,7 +98,7 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
     try:
         if method is None:
             method = make_method(config.step_method, settings, db_path, progress=progress, engine=engine, **options)
-        model = ModelDecomposer(engine, config) if decomposer == "model" and engine is not None else None
+        model = ModelDecomposer(engine, config) if decomposer == "model" else None
     except BaseException:
         if owns_engine and engine is not None:
             engine.close()

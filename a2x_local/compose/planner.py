@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from a2x_local.compose.assemble import Retrieved, assemble
-from a2x_local.compose.compatibility import Profile
+from a2x_local.compose.compatibility import Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import Ledger, ModelDecomposer, prompt_hash
 from a2x_local.compose.rules import rule_steps
-from a2x_local.compose.sad import copied_steps, hint_ids, hint_names, jaccard
+from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
 from a2x_local.errors import UserError
@@ -44,6 +44,7 @@ class _Work:
     notes: list[str] = field(default_factory=list)
     failed: bool = False     # the model's decomposition never validated: searched as one step
     sad: SadReport = field(default_factory=lambda: SadReport(applied=False))
+    hints: list[str] = field(default_factory=list)   # SAD: the service ids last shown to the model
 
     def queries(self) -> list[str]:
         """A one-step plan searches the request itself: a single need behaves exactly like plain search."""
@@ -172,11 +173,12 @@ class Composer:
         for work in works:
             work.sad = SadReport(applied=not work.failed, first_steps=list(work.steps),
                                  reason="the first decomposition failed" if work.failed else "")
-        hints = {id(work): hint_ids(search.rankings(work), self.config.sad_hints) for work in active}
+        for work in active:
+            work.hints = hint_ids(search.rankings(work), self.config.sad_hints)
         for number in range(1, self.config.sad_rounds + 1):
             if not active:
                 return
-            shown = [hint_names(hints[id(work)], self.names) for work in active]
+            shown = [hint_names(work.hints, self.names) for work in active]
             outcomes = self.model.decompose([w.request for w in active], [w.ledger for w in active], hints=shown)
             trying = []
             for work, names, outcome in zip(active, shown, outcomes, strict=True):
@@ -198,9 +200,9 @@ class Composer:
             still = []
             for work in trying:
                 new = hint_ids(search.rankings(work), self.config.sad_hints)
-                overlap = jaccard(hints[id(work)], new)
+                overlap = jaccard(work.hints, new)
                 work.sad.rounds[-1].jaccard = round(overlap, 4)
-                hints[id(work)] = new
+                work.hints = new
                 if overlap > self.config.sad_stop_jaccard:
                     work.sad.rounds[-1].reason = "hints settled"
                 else:

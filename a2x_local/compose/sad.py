@@ -46,8 +46,3 @@ def hint_ids(rankings: Sequence[Sequence[str]], count: int) -> list[str]:
 def hint_names(ids: Sequence[str], names: Mapping[str, str]) -> list[str]:
     """The names shown to the model, each once (two services may share a name)."""
     return list(dict.fromkeys(" ".join(names.get(service_id, service_id).split()) for service_id in ids))
-
-
-def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
-    left, right = set(a), set(b)
-    return len(left & right) / len(left | right) if left or right else 1.0

@@ -10,7 +10,6 @@ names, renumbered s1, s2, ... in order, and a step may depend only on earlier st
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from a2x_local.compose.types import Step
 from a2x_local.errors import InputError, UserError
+from a2x_local.evaluation import JsonFile, read_json_file
 
 STEPS_HINT = 'expected {"steps": [{"task": "...", "depends_on": []}, ...]}, or a list of {"query", "steps"}'
 
@@ -87,38 +87,25 @@ def parse_steps(path: Path, where: str, raw: Any) -> tuple[Step, ...]:
                  for index, (task, depends) in enumerate(tasks))
 
 
-def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise UserError(f"{path}: steps file not found") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = [line for line in text.splitlines() if line.strip()]
-        if len(lines) > 1:
-            try:
-                return [json.loads(line) for line in lines]
-            except json.JSONDecodeError:
-                pass
-        raise InputError(str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
-                         hint=STEPS_HINT) from exc
+def _content(found: JsonFile) -> Any:
+    """The file as one value: JSON Lines are the list of their lines, and one line is that line's value."""
+    if found.lines is None:
+        return found.value
+    values = [value for _, value in found.lines]
+    return values[0] if len(values) == 1 else values
 
 
 def load_steps_file(path: Path | str) -> StepsBook:
     """The decompositions of a steps file, every entry checked before any is used."""
     path = Path(path)
-    data = _read(path)
+    found = read_json_file(path, what="steps", hint=STEPS_HINT)
+    data = _content(found)
     if isinstance(data, dict) and "steps" in data and "query" not in data:
         return StepsBook(path, parse_steps(path, "0", data["steps"]), {})
     if isinstance(data, list) and data and not any(isinstance(e, dict) and "query" in e for e in data):
         return StepsBook(path, parse_steps(path, "0", data), {})
-    entries = data if isinstance(data, list) else [data]
     by_request: dict[str, tuple[Step, ...]] = {}
-    for index, entry in enumerate(entries):
-        where = str(index)
+    for where, entry in found.entries():
         if not isinstance(entry, dict) or not isinstance(entry.get("query"), str) or not entry["query"].strip():
             raise InputError(str(path), "expected an object with a non-empty 'query'", entry=where, field="query",
                              hint=STEPS_HINT)

@@ -35,7 +35,7 @@ class QueryScore:
     precision: float
     found: int       # correct services returned
     returned: int    # distinct services returned
-    correct: int = 1  # distinct correct services
+    correct: int     # distinct correct services
 
     @property
     def complete(self) -> bool:

@@ -24,29 +24,50 @@ class Query:
     steps: tuple[tuple[str, ...], ...] | None = None   # reference steps: each one's correct service ids
 
 
-def _entries(path: Path) -> list[tuple[str, Any]]:
+QUERIES_HINT = "expected a JSON list of {id, query, correct_tools}, or JSONL"
+
+
+@dataclass(frozen=True)
+class JsonFile:
+    """A JSON or JSON Lines file as read: its text, and either its one JSON ``value`` or each line's value."""
+
+    text: str
+    value: Any = None
+    lines: list[tuple[str, Any]] | None = None   # JSON Lines: ("line N", value) for each non-empty line
+
+    def entries(self) -> list[tuple[str, Any]]:
+        """Each entry with its name for errors: a line ("line N"), a list item (its index), or the one value ("0")."""
+        if self.lines is not None:
+            return self.lines
+        if isinstance(self.value, list):
+            return [(str(index), entry) for index, entry in enumerate(self.value)]
+        return [("0", self.value)]
+
+
+def read_json_file(path: Path, *, what: str, hint: str) -> JsonFile:
+    """The file as JSON, or as JSON Lines (a .jsonl name, or JSON that fails and starts with "{"), so query, steps and
+    other input files accept the same two formats and fail alike; ``what`` names the file in "not found"."""
+    text = _read_text(path, what)
+    if not text.strip():
+        raise InputError(str(path), "the file is empty", hint=hint)
+    if path.suffix.lower() == ".jsonl":
+        return JsonFile(text, lines=_jsonl_entries(path, text))
     try:
-        text = path.read_text(encoding="utf-8")
+        return JsonFile(text, value=json.loads(text))
+    except json.JSONDecodeError as exc:
+        if not text.lstrip().startswith("{"):
+            raise InputError(str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
+                             hint=hint) from exc
+    return JsonFile(text, lines=_jsonl_entries(path, text))
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise UserError(f"{path}: query file not found") from exc
+        raise UserError(f"{path}: {what} file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(str(path), f"cannot read the file: {exc}") from exc
-    if not text.strip():
-        raise InputError(str(path), "the file is empty", hint="expected a JSON list of {id, query, correct_tools}")
-    if path.suffix.lower() != ".jsonl":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if not text.lstrip().startswith("{"):
-                raise InputError(str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
-                                 hint="expected a JSON list of {id, query, correct_tools}, or JSONL") from exc
-        else:
-            if isinstance(data, list):
-                return [(str(index), entry) for index, entry in enumerate(data)]
-            if not (isinstance(data, dict) and "\n" not in text.strip()):
-                raise InputError(str(path), f"expected a JSON list of queries, found {type(data).__name__}",
-                                 hint="wrap the queries in [...], or write one query object per line (JSONL)")
-    return _jsonl_entries(path, text)
 
 
 def _jsonl_entries(path: Path, text: str) -> list[tuple[str, Any]]:
@@ -60,6 +81,17 @@ def _jsonl_entries(path: Path, text: str) -> list[tuple[str, Any]]:
             raise InputError(str(path), f"line {number} is not valid JSON: {exc.msg}",
                              hint="a JSONL file holds one JSON object per line") from exc
     return entries
+
+
+def _entries(path: Path) -> list[tuple[str, Any]]:
+    """The query entries: a JSON list, JSON Lines, or a one-line JSON object (JSON Lines of one query)."""
+    found = read_json_file(path, what="query", hint=QUERIES_HINT)
+    if found.lines is not None or isinstance(found.value, list):
+        return found.entries()
+    if isinstance(found.value, dict) and "\n" not in found.text.strip():
+        return _jsonl_entries(path, found.text)
+    raise InputError(str(path), f"expected a JSON list of queries, found {type(found.value).__name__}",
+                     hint="wrap the queries in [...], or write one query object per line (JSONL)")
 
 
 def _tool_id(path: Path, where: str, index: int, tool: Any, prefix: str = "") -> str:

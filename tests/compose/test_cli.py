@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from a2x_local.compose import Plan
+from a2x_local.errors import UserError
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from tests.support.engines import patch_make_engine
@@ -123,3 +124,22 @@ def test_search_with_method_compose_returns_the_plan_first(registry_db: Path, cl
     assert answer["trace"]["plan"]["services"] == ["weather", "hotels"]
     code, _, err = cli("search", TWO_NEEDS, "--method", "compose", "-o", "step_method=bm25", "--mode", "get_one")
     assert code == 1 and "step method 'bm25' accepts the modes: none" in err
+
+
+def test_a_mode_without_method_is_checked_against_the_configured_step_method(
+        registry_db: Path, cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """--mode without --method belongs to `[compose] step_method` (here a2x, which has modes), not to hybrid."""
+    config = tmp_path / "config.toml"
+    config.write_text('[compose]\nstep_method = "a2x"\n')
+    monkeypatch.setenv("A2X_CONFIG", str(config))
+
+    def no_model(settings, options):
+        raise UserError("no model in this test")
+
+    patch_make_engine(monkeypatch, no_model)
+    code, out, err = cli("compose", "x", "--mode", "get_one", "--decomposer", "rule")
+    assert "has no modes" not in err, err
+    assert code == 1 and "no model in this test" in err, (out, err)   # past the CLI: a2x asked for its engine
+    config.write_text('[compose]\nstep_method = "bm25"\n')
+    code, _, err = cli("compose", "x", "--mode", "get_one")                  # still refused, by the real method
+    assert code == 1 and "step method 'bm25' accepts the modes: none" in err, err

@@ -36,8 +36,19 @@ def test_the_schema_offers_the_ids_and_bounds_the_answer() -> None:
                 json.dumps({"steps": []})):                                # no step
         with pytest.raises(ValidationError):
             model.model_validate_json(bad)
-    config = ComposeConfig.defaults(max_steps=3, step_chars=40)
-    assert answer_budget(config) == int(3 * (40 + 48) / config.budget_chars_per_token) + 16
+
+
+@pytest.mark.parametrize("bounds", [{}, {"max_steps": 1, "step_chars": 20}, {"max_steps": 3, "step_chars": 40},
+                                    {"max_steps": 20, "step_chars": 20, "budget_chars_per_token": 1.0},
+                                    {"max_steps": 20, "step_chars": 500}])
+def test_the_budget_holds_the_longest_answer_the_schema_allows(bounds: dict[str, float]) -> None:
+    config = ComposeConfig.defaults(**bounds)
+    ids = [f"s{number}" for number in range(1, config.max_steps + 1)]
+    longest_ids = sorted(ids, key=len, reverse=True)[: config.max_steps - 1]
+    worst = {"steps": [{"id": longest_ids[0] if longest_ids else ids[0], "task": "x" * config.step_chars,
+                        "depends_on": longest_ids}] * config.max_steps}
+    answer_model(config.max_steps, config.step_chars).model_validate(worst)      # within the schema's bounds
+    assert len(json.dumps(worst)) / config.budget_chars_per_token <= answer_budget(config)
 
 
 def test_steps_are_renumbered_and_only_earlier_dependencies_survive() -> None:

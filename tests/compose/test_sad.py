@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from a2x_local.compose.sad import copied_steps, hint_ids, hint_names, is_copy, jaccard, words
+from a2x_local.compose.compatibility import jaccard
+from a2x_local.compose.sad import copied_steps, hint_ids, hint_names, is_copy, words
 from a2x_local.compose.types import Step
 
 

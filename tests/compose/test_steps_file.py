@@ -58,3 +58,14 @@ def test_bad_files_name_the_entry_and_field(tmp_path: Path, data: object, needle
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="steps file not found"):
         load_steps_file(tmp_path / "nope.json")
+
+
+def test_jsonl_is_read_as_query_files_are_and_errors_name_the_line(tmp_path: Path) -> None:
+    one = load_steps_file(_write(tmp_path, json.dumps({"steps": ["a", "b"]}) + "\n", "one.jsonl"))
+    assert [s.task for s in one.steps_for("x")] == ["a", "b"]          # one line: that line's decomposition
+    entries = [{"query": "q", "steps": ["a"]}, {"query": "r", "steps": [7]}]
+    with pytest.raises(InputError) as caught:
+        load_steps_file(_write(tmp_path, "\n".join(json.dumps(e) for e in entries), "two.jsonl"))
+    assert caught.value.entry == "line 2 (query 'r')"
+    with pytest.raises(InputError, match="line 2 is not valid JSON"):
+        load_steps_file(_write(tmp_path, json.dumps(entries[0]) + "\n{oops\n", "bad.json"))
