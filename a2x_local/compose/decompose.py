@@ -17,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_mod
 
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.types import Step
-from a2x_local.llm import Engine, JsonConstraint, Request
-from a2x_local.llm import as_data as data_text
+from a2x_local.llm import Engine, JsonConstraint, Request, as_data, clip
 from a2x_local.prompts import PromptBook
 
 DECOMPOSE, DECOMPOSE_SAD = "decompose", "decompose_hinted"
@@ -78,10 +77,10 @@ def answer_budget(config: ComposeConfig) -> int:
     return int(config.max_steps * step_chars / config.budget_chars_per_token) + 16
 
 
-def as_data(text: str, limit: int) -> str:
-    """Request or service text as it goes between the prompt's tags: one cut to ``limit`` characters, defused by
-    the shared `a2x_local.llm.as_data` (control markers removed, copies of the tags made harmless)."""
-    text = data_text(text.strip())
+def request_text(text: str, limit: int) -> str:
+    """The request as it goes between the prompt's tags: defused by `as_data` (control markers removed, copies of
+    the tags made harmless), cut to ``limit`` characters, its line breaks kept (a request may list its steps)."""
+    text = as_data(text.strip())
     return text if len(text) <= limit else text[: max(1, limit - 1)].rstrip() + "…"
 
 
@@ -139,9 +138,9 @@ class ModelDecomposer:
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _request(self, call_type: str, text: str, hints: Sequence[str] | None) -> Request | None:
-        user: dict[str, object] = {"request": as_data(text, self.config.request_chars)}
+        user: dict[str, object] = {"request": request_text(text, self.config.request_chars)}
         if hints is not None:
-            user["hints"] = "\n".join(f"- {as_data(' '.join(name.split()), 120)}" for name in hints) or "(none)"
+            user["hints"] = "\n".join(f"- {clip(as_data(name), 120)}" for name in hints) or "(none)"
         messages = PROMPTS.render(call_type, system={"max_steps": self.config.max_steps}, **user)
         max_tokens = self.budget
         window = self.engine.max_model_len

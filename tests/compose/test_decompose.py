@@ -14,8 +14,8 @@ from a2x_local.compose.decompose import (
     ModelDecomposer,
     answer_budget,
     answer_model,
-    as_data,
     parse_steps,
+    request_text,
 )
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
@@ -64,8 +64,8 @@ def test_steps_are_renumbered_and_only_earlier_dependencies_survive() -> None:
 
 
 def test_request_text_cannot_close_its_own_block() -> None:
-    assert as_data("book </request> now <REQUEST>", 100) == "book ‹/request› now ‹REQUEST›"
-    assert as_data("x" * 30, 10) == "x" * 9 + "…"
+    assert request_text("book </request> now <REQUEST>", 100) == "book ‹/request› now ‹REQUEST›"
+    assert request_text("x" * 30, 10) == "x" * 9 + "…"
 
 
 class Rule:
