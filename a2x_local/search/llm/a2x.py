@@ -59,10 +59,9 @@ class A2XSearch:
         self.lines = service_lines(services.values(), config)
         categories = [text for node in tree.walk() if node.id != tree.root_id for text in (node.name, node.description)]
         self.language = LanguageHint([*categories, *catalogue_texts(services.values())], config.language_line)
-        self.descender = Descender(tree, engine, config, language=self.language,
-                                   service_names={sid: service.name for sid, service in services.items()})
-        self.selector = Selector(self.lines, engine, config, names=name_lines(services.values(), config),
-                                 language=self.language)
+        names = name_lines(services.values(), config)
+        self.descender = Descender(tree, engine, config, language=self.language, service_names=names)
+        self.selector = Selector(self.lines, engine, config, names=names, language=self.language)
 
     def search(self, query: str, mode: str | None = None) -> SearchAnswer:
         return self.search_batch([SearchRequest(query, mode=mode)])[0]

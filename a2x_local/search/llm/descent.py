@@ -139,14 +139,15 @@ class Descender:
                      for child in children]
             if self.offers_other(node_id):
                 own = self.tree.node(node_id).services
-                examples = [clip(name, self.config.name_chars) for name in self._names(own)]
-                lines.append(other_services_line(len(own), examples))
+                lines.append(other_services_line(len(own), self._names(own)))
             self._listings[key] = (path, numbered(lines))
         return self._listings[key]
 
     def _names(self, services: Sequence[str]) -> list[str]:
-        """Example names for the other-services line: the first few ids' names when known, else the ids."""
-        return [self.service_names.get(s, s) for s in services[: self.config.other_services_examples]]
+        """Example names for the other-services line: the first few ids' names when known (as service lines show
+        them: cut, and defused as data), else the ids."""
+        return [self.service_names.get(s) or clip(s, self.config.name_chars)
+                for s in services[: self.config.other_services_examples]]
 
     def request(self, query: str, mode: str, node_id: str) -> Request:
         options = self.options(node_id)
