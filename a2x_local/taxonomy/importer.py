@@ -16,11 +16,9 @@ code (``root/1/2``), as for built trees.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from a2x_local.db import transaction
 from a2x_local.errors import InputError
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
@@ -250,14 +248,5 @@ def _node(data: dict, node_id: str, parent: str | None, depth: int, where: str, 
 def save_import(con: Any, tree: Tree, *, fingerprint: str, source: str, activate: bool,
                 warnings: list[str]) -> int:
     """Store an imported tree as a completed build of kind 'import' (all or nothing) and return its id."""
-    stats = {"tree": tree.stats().to_dict(), "one_level": not tree.root.children, "warnings": warnings}
-    with transaction(con):
-        build_id = store.create_build(con, kind="import", registry_fingerprint=fingerprint,
-                                      service_count=len(tree.service_ids()), source=source, status="completed")
-        store.save_tree(con, build_id, tree)
-        store.update_build(con, build_id, finished_at=datetime.now(), stats=stats)
-        if activate:
-            store.activate(con, build_id)
-    tree.build_id = build_id
-    tree.registry_fingerprint = fingerprint
-    return build_id
+    return store.save_completed(con, tree, kind="import", fingerprint=fingerprint, stats={"warnings": warnings},
+                                make_active=activate, source=source)

@@ -249,3 +249,27 @@ def prune_checkpoints(con: duckdb.DuckDBPyConnection, build_id: int, *, keep_rou
         con.execute("DELETE FROM build_checkpoints WHERE build_id = ?", [build_id])
     else:
         con.execute("DELETE FROM build_checkpoints WHERE build_id = ? AND round < ?", [build_id, keep_round])
+
+
+def save_completed(con: duckdb.DuckDBPyConnection, tree: Tree, *, kind: str, fingerprint: str,
+                   stats: dict[str, Any], make_active: bool, usage: Usage | None = None,
+                   finished: dict[str, Any] | None = None, **record: Any) -> int:
+    """Store ``tree`` as a completed build of ``kind`` in one transaction (record, tree, usage, stats, activation:
+    all or nothing) and return its id; the tree learns its id and fingerprint. An import and a derived version
+    (placement, re-split) are stored this way; ``record`` takes `create_build`'s other columns, ``finished``
+    `update_build`'s (rounds, wall seconds)."""
+    report = {"tree": tree.stats().to_dict(), "one_level": not tree.root.children, **stats}
+    if usage is not None:
+        report["usage"] = usage.to_dict()
+    with transaction(con):
+        build_id = create_build(con, kind=kind, registry_fingerprint=fingerprint,
+                                service_count=len(tree.service_ids()), status="completed", **record)
+        save_tree(con, build_id, tree)
+        if usage is not None:
+            save_usage(con, build_id, usage)
+        update_build(con, build_id, finished_at=datetime.now(), stats=report, **(finished or {}))
+        if make_active:
+            activate(con, build_id)
+    tree.build_id = build_id
+    tree.registry_fingerprint = fingerprint
+    return build_id

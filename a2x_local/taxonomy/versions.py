@@ -3,12 +3,10 @@ kind 'update' that name their parent, so `tree list` shows the lineage and `tree
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import duckdb
 
-from a2x_local.db import transaction
 from a2x_local.llm import Usage
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.prompts import prompt_hash
@@ -25,22 +23,9 @@ def save_version(con: duckdb.DuckDBPyConnection, tree: Tree, *, parent_id: int, 
     """Store ``tree`` as a completed version derived from ``parent_id`` (all or nothing) and return its id.
     ``resplit``: build steps made some of its categories (their prompts' hash is recorded, as a build's is)."""
     store.get_build(con, parent_id)
-    report = {"tree": tree.stats().to_dict(), "one_level": not tree.root.children, **stats}
-    if usage is not None:
-        report["usage"] = usage.to_dict()
-    with transaction(con):
-        build_id = store.create_build(con, kind=UPDATE_KIND, registry_fingerprint=fingerprint,
-                                      service_count=len(tree.service_ids()), model=model, engine=engine,
-                                      engine_settings=engine_settings, thresholds=thresholds,
-                                      prompt_hash=prompt_hash() if resplit else None, status="completed",
-                                      parent_id=parent_id)
-        store.save_tree(con, build_id, tree)
-        if usage is not None:
-            store.save_usage(con, build_id, usage)
-        store.update_build(con, build_id, finished_at=datetime.now(), stats=report,
-                           rounds=usage.rounds if usage is not None else 0, wall_seconds=round(wall_seconds, 3))
-        if activate:
-            store.activate(con, build_id)
-    tree.build_id = build_id
-    tree.registry_fingerprint = fingerprint
-    return build_id
+    return store.save_completed(con, tree, kind=UPDATE_KIND, fingerprint=fingerprint, stats=stats,
+                                make_active=activate, usage=usage,
+                                finished={"rounds": usage.rounds if usage is not None else 0,
+                                          "wall_seconds": round(wall_seconds, 3)},
+                                model=model, engine=engine, engine_settings=engine_settings, thresholds=thresholds,
+                                prompt_hash=prompt_hash() if resplit else None, parent_id=parent_id)
