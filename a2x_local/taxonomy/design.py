@@ -67,17 +67,19 @@ def _keyword_request(work: NodeWork, config: BuildConfig, engine: Engine, state:
     not fit, the bucketed rest and then the table are halved until it does, and what was left out is recorded."""
     vocabulary = work.vocabulary
     rows, rest = min(config.keyword_table_max, len(vocabulary)), max(0, len(vocabulary) - config.keyword_table_max)
+    # What does not depend on how much of the vocabulary is shown, worked out once rather than per halving.
+    constraint = JsonConstraint(design_model(config, config.min_children, config.max_children))
+    budget = design_budget(config, config.max_children)
+    min_budget = design_budget(config, max(config.min_children, config.max_children // 2))
+    node_context = context_for(work, state)
     while rows >= 1 and vocabulary:
         text, left_out = vocabulary_text(vocabulary, rows, rest)
         request = fitted_request(
-            engine, config, "design_keywords",
-            constraint=JsonConstraint(design_model(config, config.min_children, config.max_children)),
-            budget=design_budget(config, config.max_children),
-            min_budget=design_budget(config, max(config.min_children, config.max_children // 2)),
+            engine, config, "design_keywords", constraint=constraint, budget=budget, min_budget=min_budget,
             context={"step": "design", "node": work.node_id, "mode": "keywords", "keywords": vocabulary[:rows + rest],
                      "services": list(work.services), "min_children": config.min_children,
                      "max_children": config.max_children},
-            user={"node_context": context_for(work, state), "keywords": text},
+            user={"node_context": node_context, "keywords": text},
         )
         if request is not None:
             if left_out:
@@ -105,7 +107,6 @@ def design_requests(works: Sequence[NodeWork], services: Mapping[str, Service], 
                 request = _description_request(work, services, config, engine, state)
         if request is None:
             work.status, work.note = UNSPLIT, "no design prompt fits the context window (or no keywords)"
-            state.count("design_unfit_nodes")
             state.event("design", work.node_id, "skipped", reason=work.note)
             continue
         planned.append(Planned(request, work.node_id))

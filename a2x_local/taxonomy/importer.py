@@ -15,6 +15,7 @@ code (``root/1/2``), as for built trees.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,29 @@ from typing import Any
 from a2x_local.errors import InputError
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
-from a2x_local.taxonomy.official import CLASS_FILE, TAXONOMY_FILE, from_official, is_official, read_json
+from a2x_local.taxonomy.official import CLASS_FILE, TAXONOMY_FILE, from_official, is_official
 from a2x_local.taxonomy.types import ROOT_ID, Tree, TreeNode, child_id
 
 MAX_DEPTH = 32
 MAX_NODES = 200_000
 _TEXT_LIMITS = {"name": 300, "description": 4000, "boundary": 4000, "decision_rule": 4000}
 _NODE_FIELDS = {"id", "name", "description", "boundary", "decision_rule", "keywords", "services", "children"}
+
+
+def read_json(path: Path) -> Any:
+    """The parsed JSON of one file (a clear error for a missing, unreadable or malformed file)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "file not found") from None
+    except IsADirectoryError:
+        raise InputError(str(path), f"a folder without {TAXONOMY_FILE}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the file: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
 
 
 def read_tree_file(path: Path) -> Any:

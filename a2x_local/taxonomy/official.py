@@ -11,9 +11,7 @@ order the build created them (natural order of the ids), which is also the order
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
@@ -106,19 +104,3 @@ def _node(category_id: str, text: Any, services: list[str], class_source: str, u
     node.setdefault("name", category_id)
     node.setdefault("description", "")
     return node
-
-
-def read_json(path: Path) -> Any:
-    """The parsed JSON of one file (a clear error for a missing, unreadable or malformed file)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
-    except IsADirectoryError:
-        raise InputError(str(path), f"a folder without {TAXONOMY_FILE}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None

@@ -112,7 +112,6 @@ def refine_requests(works: Sequence[NodeWork], services: Mapping[str, Service], 
                     state.event("refine", work.node_id, "shrunk", samples=samples, description_chars=chars)
                 break
         if request is None:
-            state.count("refine_unfit")
             state.event("refine", work.node_id, "skipped", reason="no refine prompt fits the context window,"
                         f" even with {steps[-1][0]} sample and {steps[-1][1]}-character descriptions")
             work.status = DONE

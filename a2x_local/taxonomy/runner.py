@@ -101,7 +101,7 @@ def _prepare(db_path: Path, config: BuildConfig, *, model: str, resume: bool,
             state = BuildState.start(sorted(services))
             run = _Run(build_id, state, Usage(), resumed=False)
     if not services:
-        _fail(db_path, run.build_id, "the registry is empty", _Waits(lock_timeout_s, lock_timeout_s))
+        _fail(db_path, run.build_id, "the registry is empty", lock_timeout_s)
         raise UserError("the registry is empty: nothing to build a tree from",
                         hint="add services first with `a2x-local ingest PATH`")
     return run, services, config
@@ -146,11 +146,11 @@ def _execute(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engin
     try:
         engine = load_engine()
     except A2XError as exc:
-        _fail(db_path, run.build_id, f"model failed to load: {exc.message}", waits)
+        _fail(db_path, run.build_id, f"model failed to load: {exc.message}", waits.start)
         raise
     except Exception as exc:
         message = f"model failed to load: {type(exc).__name__}: {exc}"
-        _fail(db_path, run.build_id, message, waits)
+        _fail(db_path, run.build_id, message, waits.start)
         raise UserError(message, hint="`a2x-local models check ALIAS` explains what is missing") from exc
     try:
         with connect(db_path, lock_timeout_s=waits.start) as con:
@@ -179,14 +179,14 @@ def _loop(db_path: Path, config: BuildConfig, engine: Engine, run: _Run, service
         try:
             step = builder.step()
         except KeyboardInterrupt:
-            _fail(db_path, run.build_id, "interrupted; resume with `a2x-local build --resume`", waits)
+            _fail(db_path, run.build_id, "interrupted; resume with `a2x-local build --resume`", waits.start)
             raise
         except A2XError as exc:
-            _fail(db_path, run.build_id, exc.message, waits)
+            _fail(db_path, run.build_id, exc.message, waits.start)
             raise
         except Exception as exc:
             message = f"engine failed during the build: {type(exc).__name__}: {exc}"
-            _fail(db_path, run.build_id, message, waits)
+            _fail(db_path, run.build_id, message, waits.start)
             raise UserError(message, hint="fix the cause (memory, model files), then `a2x-local build --resume`"
                             " continues from the last finished round") from exc
         state.wall_seconds = wall_before + time.perf_counter() - started
@@ -256,11 +256,11 @@ def _complete(db_path: Path, config: BuildConfig, run: _Run, state: BuildState, 
     return BuildOutcome(run.build_id, tree, report, run.resumed, notes, active=activate)
 
 
-def _fail(db_path: Path, build_id: int, message: str, waits: _Waits) -> None:
+def _fail(db_path: Path, build_id: int, message: str, lock_timeout_s: float) -> None:
     """Record why the build stopped; when the database cannot take even that, the record reads as interrupted
     (no process holds the build lock), which resumes the same way, and the original error is what the user sees."""
     try:
-        with connect(db_path, lock_timeout_s=waits.start) as con:
+        with connect(db_path, lock_timeout_s=lock_timeout_s) as con:
             store.update_build(con, build_id, status="failed", finished_at=datetime.now(), error=message)
     except A2XError:
         return

@@ -149,7 +149,7 @@ def typical_budget(config: BuildConfig, category_chars: Sequence[int], extra: in
     """Tokens of an answer that repeats categories of the given JSON lengths and adds ``extra`` of their mean
     length: a realistic budget for a refine, which mostly returns the current set (a longer answer is cut off and
     retried by the engine with twice the budget)."""
-    mean = sum(category_chars) / len(category_chars) if category_chars else design_budget(config, 1)
+    mean = sum(category_chars) / len(category_chars) if category_chars else 0.0
     total = sum(category_chars) + extra * mean + 14 * (len(category_chars) + extra)
     return int((total + config.dimension_max_chars + 20) / config.budget_chars_per_token) + 32
 
