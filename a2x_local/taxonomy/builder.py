@@ -104,7 +104,7 @@ class Builder:
             node = state.nodes[node_id]
             if len(node.services) <= self.config.leaf_max_services or node.depth >= self.config.max_depth:
                 continue
-            path = " › ".join(state.nodes[n].name for n in tree.path(node_id))
+            path = tree.path_names(node_id, with_root=True)
             work = NodeWork(node_id=node_id, path=path, services=list(node.services))
             request = design.choose_mode(work, self.services, self.config, self.engine, state)
             if request is None:

@@ -23,7 +23,7 @@ from a2x_local.taxonomy.schemas import (
     positions_item,
 )
 from a2x_local.taxonomy.state import BuildState
-from a2x_local.taxonomy.types import TreeNode
+from a2x_local.taxonomy.types import Tree, TreeNode
 
 
 def _brief(node: TreeNode, config: BuildConfig) -> str:
@@ -45,7 +45,7 @@ def pick_requests(state: BuildState, services: Mapping[str, Service], config: Bu
         per_line = 6 + config.cross_domain_max_extra * (len(str(len(offered))) + 2)
         # The leaf's own identity (its path from the domain down, and what it holds), so the model judges the
         # services against where they already are.
-        filed_under = (" › ".join(state.nodes[n].name for n in tree.path(leaf.id)[1:])
+        filed_under = (tree.path_names(leaf.id)
                        + f" ({clip(leaf.description, config.description_max_chars)})")
 
         def make(chunk: list[str], leaf: TreeNode = leaf, own: str = own, offered: list[str] = offered,
@@ -100,7 +100,7 @@ def place_requests(state: BuildState, services: Mapping[str, Service], config: B
         leaves = [node for node in tree.walk(target) if node.is_leaf]
         item = placement_item(len(leaves))
         # Each leaf's path from the target domain (a child of the root) down.
-        labels = [" › ".join(tree.nodes[n].name for n in tree.path(leaf.id)[1:]) for leaf in leaves]
+        labels = [tree.path_names(leaf.id) for leaf in leaves]
         block = numbered([f"{label}: {clip(leaf.description, config.description_max_chars)}"
                           for label, leaf in zip(labels, leaves, strict=True)])
         per_line = 12 + len(str(len(leaves)))
@@ -144,8 +144,12 @@ def apply_place(plan: Planned, result: Result, config: BuildConfig, state: Build
             state.count("cross_domain_added")
 
 
+def leaves_over_limit(tree: Tree, config: BuildConfig) -> list[TreeNode]:
+    """Leaves holding more than θ_leaf services (the build's re-check and a later re-split look for the same)."""
+    return [leaf for leaf in tree.leaves() if len(leaf.services) > config.leaf_max_services]
+
+
 def overfull_leaves(state: BuildState, config: BuildConfig) -> list[str]:
     """Leaves above θ_leaf that may still be split (depth < D): the re-check after the cross-domain pass."""
-    return [leaf.id for leaf in state.tree().leaves()
-            if leaf.id != state.root_id and leaf.depth < config.max_depth
-            and len(leaf.services) > config.leaf_max_services]
+    return [leaf.id for leaf in leaves_over_limit(state.tree(), config)
+            if leaf.id != state.root_id and leaf.depth < config.max_depth]

@@ -28,8 +28,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def node_path(tree: Tree, node_id: str) -> str:
     """The category's names from the top level down (the root is shown as its own name)."""
-    names = [tree.nodes[n].name for n in tree.path(node_id)[1:]]
-    return " › ".join(names) if names else tree.nodes[node_id].name
+    return tree.path_names(node_id) or tree.nodes[node_id].name
 
 
 @dataclass

@@ -17,6 +17,7 @@ from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.taxonomy.builder import BuildAborted, Builder, RoundObserver
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.crossdomain import leaves_over_limit
 from a2x_local.taxonomy.keywords import require_embedding
 from a2x_local.taxonomy.language import with_category_language
 from a2x_local.taxonomy.state import BuildState
@@ -42,8 +43,7 @@ class ResplitOutcome:
 def overfull_leaves(tree: Tree, config: BuildConfig) -> list[dict[str, Any]]:
     """Leaves holding more than θ_leaf services, largest first; ``splittable`` when above them the depth allows it."""
     found = [{"node": leaf.id, "name": leaf.name, "depth": leaf.depth, "services": len(leaf.services),
-              "splittable": leaf.depth < config.max_depth}
-             for leaf in tree.leaves() if len(leaf.services) > config.leaf_max_services]
+              "splittable": leaf.depth < config.max_depth} for leaf in leaves_over_limit(tree, config)]
     return sorted(found, key=lambda item: (-item["services"], item["node"]))
 
 

@@ -100,6 +100,11 @@ class Tree:
             current = self.nodes[current].parent
         return path[::-1]
 
+    def path_names(self, node_id: str, *, with_root: bool = False) -> str:
+        """The category names from the top level (or the root) down to ``node_id``, joined with " › "."""
+        ids = self.path(node_id) if with_root else self.path(node_id)[1:]
+        return " › ".join(self.nodes[n].name for n in ids)
+
     @cached_property
     def _subtree_services(self) -> dict[str, frozenset[str]]:
         result: dict[str, frozenset[str]] = {}
