@@ -57,6 +57,10 @@ class PromptBook:
         """A file's whole text, stripped (a fragment, or a mode's instructions)."""
         return self.files[name].strip()
 
+    def fill(self, name: str, **values: object) -> str:
+        """A fragment with its ``$placeholders`` filled (every one must be given)."""
+        return Template(self.fragment(name)).substitute(values)
+
     def _parts(self, call_type: str) -> tuple[Template, Template]:
         system, user = self.files[call_type].split(SEPARATOR, 1)
         return Template(system.strip()), Template(user.strip())

@@ -44,13 +44,10 @@ class Usage:
     rounds: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def record(self, label: str, *, calls: int = 0, prompt_tokens: int = 0, completion_tokens: int = 0,
-               failures: int = 0, retries: int = 0, seconds: float = 0.0, cached: int = 0,
-               cached_prompt_tokens: int = 0, cached_completion_tokens: int = 0) -> None:
+    def record(self, label: str, **counts: Any) -> None:
+        """Add ``counts`` (`CallStats` fields by name) to the label's statistics."""
         with self._lock:
-            stats = self.by_label.setdefault(label, CallStats())
-            stats.add(CallStats(calls, prompt_tokens, completion_tokens, failures, retries, seconds, cached,
-                                cached_prompt_tokens, cached_completion_tokens))
+            self.by_label.setdefault(label, CallStats()).add(CallStats(**counts))
 
     def count_round(self) -> None:
         with self._lock:

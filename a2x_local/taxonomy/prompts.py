@@ -8,8 +8,6 @@ its boundary and the instruction to tell services apart within that domain).
 
 from __future__ import annotations
 
-from string import Template
-
 from a2x_local.prompts import PromptBook
 
 CALL_TYPES = ("keywords", "design_descriptions", "design_keywords", "validate_root", "redesign_root", "assign",
@@ -32,6 +30,6 @@ def render(call_type: str, *, system: dict[str, object] | None = None, **user: o
 def node_context(*, is_root: bool, count: int, path: str = "", description: str = "", boundary: str = "") -> str:
     """The user-part lines that name the category being split (filled from `context_root` / `context_node`)."""
     if is_root:
-        return Template(PROMPTS.fragment("context_root")).substitute(count=count)
-    return Template(PROMPTS.fragment("context_node")).substitute(
-        path=path, count=count, description=description or "(none given)", boundary=boundary or "(none given)")
+        return PROMPTS.fill("context_root", count=count)
+    return PROMPTS.fill("context_node", path=path, count=count, description=description or "(none given)",
+                        boundary=boundary or "(none given)")

@@ -8,8 +8,6 @@ query first, exists to measure what this one saves.
 
 from __future__ import annotations
 
-from string import Template
-
 from a2x_local.prompts import PromptBook
 from a2x_local.search.llm.config import MODES
 
@@ -35,7 +33,7 @@ def answer_form(call_type: str, mode: str, cap: int | None) -> str:
         return PROMPTS.fragment(f"answer_{noun}")
     text = PROMPTS.fragment("answer_categories" if noun == "category" else "answer_services")
     if cap:
-        text += "; " + Template(PROMPTS.fragment("answer_capped")).substitute(cap=cap)
+        text += "; " + PROMPTS.fill("answer_capped", cap=cap)
     return text
 
 
@@ -61,4 +59,4 @@ def render(call_type: str, mode: str, *, cap: int | None = None, layout: str = "
 
 def other_services_line(count: int, examples: list[str]) -> str:
     """The line of the "other services here" option: a node's own services, with a few names as examples."""
-    return Template(PROMPTS.fragment("other_services")).substitute(count=count, examples=", ".join(examples))
+    return PROMPTS.fill("other_services", count=count, examples=", ".join(examples))
