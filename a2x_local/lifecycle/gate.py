@@ -20,7 +20,6 @@ from a2x_local.evaluation import (
     registry_info,
     run_evaluation,
 )
-from a2x_local.lifecycle.placement import without_services
 from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search import tree_search
@@ -56,7 +55,7 @@ def run_gate(settings: Settings, *, candidate: Tree, active: Tree, services: dic
              queries_file: Path, max_drop: float, out_dir: Path) -> GateResult:
     """Evaluate both trees on ``queries_file`` (run folders under ``out_dir``) and compare their hit rates; the
     queries are read and the registry identified once for both."""
-    serving = without_services(active, set(active.service_ids()) - set(services))
+    serving = active.without_services(active.service_ids() - set(services))
     runs = {"candidate": str(out_dir / f"tree-{candidate.build_id}"),
             "active": str(out_dir / f"tree-{active.build_id}")}
     config = evaluation_config(settings)

@@ -72,15 +72,6 @@ class Placement:
         return data
 
 
-def without_services(tree: Tree, service_ids: set[str]) -> Tree:
-    """A copy of ``tree`` with ``service_ids`` taken out of every node (categories stay, even when emptied)."""
-    nodes = copy.deepcopy(tree.nodes)
-    for node in nodes.values():
-        node.services = [s for s in node.services if s not in service_ids]
-    return Tree(nodes=nodes, registry_fingerprint=tree.registry_fingerprint, build_id=tree.build_id,
-                root_id=tree.root_id)
-
-
 def with_placements(tree: Tree, placements: Mapping[str, Placement]) -> Tree:
     """A copy of ``tree`` with each placed service added to its nodes."""
     nodes = copy.deepcopy(tree.nodes)

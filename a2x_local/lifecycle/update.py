@@ -27,7 +27,6 @@ from a2x_local.lifecycle.placement import (
     place_by_model,
     registry_changes,
     with_placements,
-    without_services,
 )
 from a2x_local.llm import Engine, Usage
 from a2x_local.registry import Registry
@@ -101,7 +100,7 @@ def run_update(settings: Settings, *, load_engine: EngineLoader | None, model: s
             rewritten = registry.updated_since(record.created_at)
         changes = registry_changes(base, set(services), rewritten)
         outcome = UpdateOutcome(base.build_id, None, BY_MODEL if by_model else BY_EMBEDDING, changes, {}, [])
-        trimmed = without_services(base, set(changes.removed) | set(changes.changed))
+        trimmed = base.without_services(set(changes.removed) | set(changes.changed))
         engines = LazyEngine(load_engine)
         try:
             if changes.to_place and by_model:

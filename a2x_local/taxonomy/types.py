@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -99,6 +100,16 @@ class Tree:
             path.append(current)
             current = self.nodes[current].parent
         return path[::-1]
+
+    def without_services(self, service_ids: Collection[str]) -> Tree:
+        """A copy with ``service_ids`` taken out of every node (categories stay, even when emptied): a tree as it
+        serves a registry that lost them, or the base a tree update places changed services into again."""
+        gone = set(service_ids)
+        nodes = copy.deepcopy(self.nodes)
+        for node in nodes.values():
+            node.services = [s for s in node.services if s not in gone]
+        return Tree(nodes=nodes, registry_fingerprint=self.registry_fingerprint, build_id=self.build_id,
+                    root_id=self.root_id)
 
     def path_names(self, node_id: str, *, with_root: bool = False) -> str:
         """The category names from the top level (or the root) down to ``node_id``, joined with " › "."""

@@ -3,7 +3,7 @@ registry services it does not place (those only a rebuild, or `a2x+rescue`'s ret
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from a2x_local.taxonomy import Tree
@@ -42,8 +42,4 @@ def serving_tree(tree: Tree, service_ids: set[str], fingerprint: str) -> tuple[T
     staleness = Staleness(tree.build_id, len(gone), len(service_ids - placed))
     if not gone:
         return tree, staleness
-    nodes = {node_id: replace(node, children=list(node.children),
-                              services=[s for s in node.services if s not in gone])
-             for node_id, node in tree.nodes.items()}
-    return Tree(nodes=nodes, registry_fingerprint=tree.registry_fingerprint, build_id=tree.build_id,
-                root_id=tree.root_id), staleness
+    return tree.without_services(gone), staleness
