@@ -97,6 +97,24 @@ def is_lock_error(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
+def connect_when_free(path: Path, *, read_only: bool, wait_s: float, busy: str, hint: str,
+                      first_delay: float = 0.05, max_delay: float = 1.0) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to ``path``, tried again with a doubling pause while another process holds the file's
+    lock, for up to ``wait_s``; then `DatabaseBusyError` (``busy``, ``hint``). Any other error is raised as is."""
+    deadline = time.monotonic() + wait_s
+    delay = first_delay
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            if not is_lock_error(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise DatabaseBusyError(busy, hint=hint) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, max_delay)
+
+
 Mode = Literal["read", "write"]
 
 # DuckDB's main header and its two database headers (4 KiB each) come before the first block of the file.
@@ -175,22 +193,13 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     read_only = mode == "read" and path.exists() and not os.access(path, os.W_OK)
-    deadline = time.monotonic() + lock_timeout_s
-    delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = connect_when_free(path, read_only=read_only, wait_s=lock_timeout_s,
+                                    busy=f"{path}: another a2x-local process holds the database",
+                                    hint="wait for it to finish, or use --db to work on another database")
             break
         except duckdb.IOException as exc:
-            if is_lock_error(exc):
-                if time.monotonic() >= deadline:
-                    raise DatabaseBusyError(
-                        f"{path}: another a2x-local process holds the database",
-                        hint="wait for it to finish, or use --db to work on another database",
-                    ) from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
-                continue
             error = translate(exc, path)
             if isinstance(error, ReadOnlyDatabaseError) and mode == "read" and not read_only and path.exists():
                 read_only = True

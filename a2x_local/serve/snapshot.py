@@ -9,7 +9,6 @@ active tree id differ from the snapshot's.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +18,8 @@ from pathlib import Path
 
 import duckdb
 
-from a2x_local.db import is_lock_error
-from a2x_local.errors import DatabaseBusyError, UserError
+from a2x_local.db import connect_when_free
+from a2x_local.errors import UserError
 from a2x_local.registry import Registry, Service
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
 
@@ -91,20 +90,13 @@ def read_only(db_path: Path, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnec
     if not db_path.is_file():
         raise UserError(f"{db_path}: no registry database here",
                         hint="load services first (a2x-local ingest PATH --db FILE), or point --db at the registry")
-    deadline = time.monotonic() + wait_s
-    delay = 0.02
-    while True:
-        try:
-            con = duckdb.connect(str(db_path), read_only=True)
-            break
-        except duckdb.Error as exc:
-            if not is_lock_error(exc):
-                raise UserError(f"{db_path}: cannot read the registry database: {exc}") from exc
-            if time.monotonic() >= deadline:
-                raise DatabaseBusyError(f"{db_path}: another process holds the registry database",
-                                        hint="the server keeps answering from the snapshot it has") from exc
-            time.sleep(delay)
-            delay = min(delay * 2, 0.25)
+    try:
+        # Short pauses: a request is waiting, and the snapshot it has keeps serving meanwhile.
+        con = connect_when_free(db_path, read_only=True, wait_s=wait_s, first_delay=0.02, max_delay=0.25,
+                                busy=f"{db_path}: another process holds the registry database",
+                                hint="the server keeps answering from the snapshot it has")
+    except duckdb.Error as exc:
+        raise UserError(f"{db_path}: cannot read the registry database: {exc}") from exc
     try:
         yield con
     finally:
