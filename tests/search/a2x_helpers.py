@@ -101,7 +101,7 @@ class Oracle:
 def store_registry_and_tree(db_path, tree: Tree | None = None, services: Mapping[str, Service] | None = None,
                             *, stale: bool = False) -> int | None:
     """Write services and (optionally) an active tree into a fresh registry; returns the tree's build id."""
-    from a2x_local.db import connect, transaction
+    from a2x_local.db import connect
     from a2x_local.registry import Registry
     from a2x_local.taxonomy import store
 
@@ -111,9 +111,5 @@ def store_registry_and_tree(db_path, tree: Tree | None = None, services: Mapping
         if tree is None:
             return None
         fingerprint = "not-this-registry" if stale else registry.fingerprint()
-        with transaction(con):
-            build_id = store.create_build(con, kind="import", registry_fingerprint=fingerprint,
-                                          service_count=len(tree.service_ids()), source="test", status="completed")
-            store.save_tree(con, build_id, tree)
-            store.activate(con, build_id)
-    return build_id
+        return store.save_completed(con, tree, kind="import", fingerprint=fingerprint, stats={}, make_active=True,
+                                    source="test")

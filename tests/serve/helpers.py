@@ -4,6 +4,7 @@ with its services, a second tree to switch to, an oracle engine, and servers ove
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from a2x_local.db import connect, transaction
+from a2x_local.db import connect
 from a2x_local.llm import Engine
 from a2x_local.registry import Registry
 from a2x_local.serve.config import ServeConfig
@@ -43,13 +44,9 @@ def registry_with_trees(db_path: Path) -> tuple[int, int]:
 
 
 def store_tree(db_path: Path, tree: Tree, *, activate: bool = False) -> int:
-    with connect(db_path) as con, transaction(con):
-        build_id = store.create_build(con, kind="import", registry_fingerprint=Registry(con).fingerprint(),
-                                      service_count=len(tree.service_ids()), source="test", status="completed")
-        store.save_tree(con, build_id, tree)
-        if activate:
-            store.activate(con, build_id)
-    return build_id
+    with connect(db_path) as con:
+        return store.save_completed(con, tree, kind="import", fingerprint=Registry(con).fingerprint(), stats={},
+                                    make_active=activate, source="test")
 
 
 def serve_config(**overrides: object) -> ServeConfig:
@@ -64,7 +61,8 @@ def write_test_config(home: Path) -> Path:
     """A config file giving a server process the quick-start [serve] settings."""
     home.mkdir(parents=True, exist_ok=True)
     path = home / "serve-test.toml"
-    path.write_text('[serve]\npreload = []\ndefault_method = "bm25"\n', encoding="utf-8")
+    path.write_text("[serve]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in TEST_SERVE.items()),
+                    encoding="utf-8")
     return path
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 import httpx
 import httpx2
@@ -15,7 +14,15 @@ from mcp.client.streamable_http import streamable_http_client
 
 from a2x_local.llm.scripted import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
-from tests.serve.helpers import ROOT, WANTED, make_server, registry_with_trees, running_server, server_env
+from tests.serve.helpers import (
+    ROOT,
+    WANTED,
+    cli_command,
+    make_server,
+    registry_with_trees,
+    running_server,
+    server_env,
+)
 
 TOOLS = {"browse_category", "compose_plan", "get_service", "search_services"}
 
@@ -78,10 +85,8 @@ def test_in_process_tools_resources_and_the_a2x_method(db_path):
 
 def test_over_stdio_from_a_subprocess(db_path, tmp_path):
     registry_with_trees(db_path)
-    params = StdioServerParameters(
-        command=sys.executable, args=["-c", "from a2x_local.cli import main; main()", "serve", "--stdio",
-                                      "--db", str(db_path)],
-        env=server_env(tmp_path / "home"), cwd=str(ROOT))
+    command, *args = cli_command("serve", "--stdio", "--db", str(db_path))
+    params = StdioServerParameters(command=command, args=args, env=server_env(tmp_path / "home"), cwd=str(ROOT))
 
     async def scenario():
         async with Client(params, read_timeout_seconds=120) as client:
