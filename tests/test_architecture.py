@@ -28,7 +28,7 @@ import typer
 from typer.models import ParameterInfo
 
 import a2x_local.cli
-from a2x_local.cli.common import ENGINE_FLAGS, METHOD_FLAGS
+from a2x_local.cli.options import ENGINE_FLAGS, METHOD_FLAGS
 from a2x_local.settings import SectionConfig, packaged_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,7 +184,7 @@ PUBLIC_API: dict[str, list[str]] = {
 SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method", "-o": "--option", "-q": "--queries",
                "-v": "--verbose"}
 
-# Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
+# Commands that take the option bundles of cli/options.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
                                           "models check": {"model"}, "tree update": set(), "nightly": set(),
                                           "serve": set()}
@@ -510,7 +510,7 @@ def test_no_command_declares_the_engine_flags_itself():
         from_bundle = set(bundle_options(command, ENGINE_FLAGS))
         problems += [f"{path}: {long_name(option)}" for option in options(command)
                      if long_name(option) in engine_longs and option.name not in from_bundle]
-    assert not problems, ("declared by hand instead of with `@with_engine_options` (cli/common.py):\n"
+    assert not problems, ("declared by hand instead of with `@with_engine_options` (cli/options.py):\n"
                           + "\n".join(problems))
 
 

@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, print_json, progress_bars, settings_for, want_progress
+from a2x_local.cli.options import DbOption, JsonOption, settings_for
+from a2x_local.cli.output import console, print_json, progress_bars, want_progress
 from a2x_local.search import build_indexes
 
 

@@ -9,22 +9,17 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
-    console,
-    err_console,
     open_registry_db,
-    print_json,
-    progress_bars,
     query_texts,
     settings_for,
-    shown,
-    want_progress,
     with_engine_options,
     with_method_options,
 )
+from a2x_local.cli.output import console, err_console, print_json, progress_bars, shown, want_progress
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
 from a2x_local.search import SearchAnswer, SearchRequest, make_method
