@@ -21,9 +21,16 @@ import typer
 
 from a2x_local.db import Mode, connect
 from a2x_local.evaluation import load_query_texts
-from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions, make_engine, with_answer_cache
+from a2x_local.llm import (
+    ENGINE_NAMES,
+    STRUCTURED_BACKENDS,
+    EngineOptions,
+    load_aliases,
+    make_engine,
+    with_answer_cache,
+)
 from a2x_local.search import check_queries, method_names, method_spec, parse_option_pairs
-from a2x_local.settings import Settings, load_settings
+from a2x_local.settings import Settings, check_config, load_settings
 
 DbOption = Annotated[
     Path | None,
@@ -34,12 +41,18 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 
 def settings_for(ctx: typer.Context | None, db: Path | None = None) -> Settings:
-    """Settings with the command's `--db`, else the global `--db`, else environment and config files."""
+    """Settings with the command's `--db`, else the global `--db`, else environment and config files.
+
+    The whole configuration is checked here, whichever part the command reads: a misspelt table or key in any
+    file fails every command that loads settings, not only the one command that reads that table."""
     global_db = None
     if ctx is not None:
         root = ctx.find_root()
         global_db = (root.obj or {}).get("db") if isinstance(root.obj, dict) else None
-    return load_settings(db=db or global_db)
+    settings = load_settings(db=db or global_db)
+    check_config(settings)   # every stage's table: the CLI has imported each stage
+    load_aliases(settings)   # the [models."NAME"] tables' values
+    return settings
 
 
 @contextmanager
