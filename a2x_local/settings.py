@@ -32,11 +32,15 @@ def read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError as exc:
-        raise UserError(f"{path}: configuration file not found") from exc
+        raise UserError(f"{path}: configuration file not found",
+                        hint="check the path in $A2X_CONFIG (or unset it)") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from exc
+        raise UserError(f"{path}: not valid TOML: {exc}",
+                        hint="fix the file at the line the message names (TOML: [table] headers, key = value"
+                             " lines)") from exc
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from exc
+        raise UserError(f"{path}: cannot read the configuration file: {exc.strerror or exc}",
+                        hint="check the file's permissions") from exc
 
 
 @cache
