@@ -204,9 +204,12 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             if isinstance(error, ReadOnlyDatabaseError) and mode == "read" and not read_only and path.exists():
                 read_only = True
                 continue
-            raise error or UserError(f"{path}: cannot open the registry database: {exc}") from exc
+            raise error or UserError(f"{path}: cannot open the registry database: {exc}",
+                                     hint="check the path given by --db (or $A2X_DB) and its permissions") from exc
         except duckdb.Error as exc:
-            raise translate(exc, path) or UserError(f"{path}: not a usable DuckDB database: {exc}") from exc
+            raise translate(exc, path) or UserError(f"{path}: not a usable DuckDB database: {exc}",
+                                                    hint="--db must name an a2x-local registry (a DuckDB file), or"
+                                                    " a new path to create one") from exc
     try:
         problem = damage(con, path)
         if problem:
@@ -219,7 +222,8 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             migrate(con)
     except duckdb.Error as exc:
         con.close()
-        raise translate(exc, path) or UserError(f"{path}: cannot use the registry database: {exc}") from exc
+        raise translate(exc, path) or UserError(f"{path}: cannot use the registry database: {exc}",
+                                                hint=_RESTORE_HINT) from exc
     except BaseException:
         con.close()
         raise

@@ -1,4 +1,5 @@
-"""The Typer application and the registration of every command group."""
+"""The Typer application: its name, help and global options. The command modules add their commands to it (the
+package `a2x_local.cli` imports them), so this module imports none of them."""
 
 from __future__ import annotations
 
@@ -42,23 +43,3 @@ def _root(
     ctx.obj = {"db": db, "verbose": verbose}
     send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)
 
-
-def _register() -> None:
-    # Each module adds its commands to `app`; importing them here keeps the order of `--help` stable.
-    from a2x_local.cli import registry_cmds  # noqa: F401
-    # isort: split
-    from a2x_local.cli import eval_cmds, index_cmds, search_cmds  # noqa: F401  (registers index, search, eval)
-    # isort: split
-    from a2x_local.cli import compose_cmds  # noqa: F401  (registers compose)
-    # isort: split
-    from a2x_local.cli import models_cmds  # noqa: F401  (registers models list|check)
-    # isort: split
-    from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)
-    # isort: split
-    from a2x_local.cli import (
-        lifecycle_cmds,  # noqa: F401  (registers tree update|diff, nightly)
-        serve_cmds,  # noqa: F401  (registers serve)
-    )
-
-
-_register()

@@ -8,19 +8,16 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     NoCacheOption,
-    console,
     engine_loader,
-    err_console,
     model_label,
-    print_json,
     settings_for,
     with_engine_options,
-    with_round_progress,
 )
+from a2x_local.cli.output import console, err_console, print_json, with_round_progress
 from a2x_local.llm import EngineOptions, Usage
 from a2x_local.registry import RegistryConfig
 from a2x_local.taxonomy import build_config, run_build, summary_rows

@@ -9,18 +9,15 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
-    console,
-    print_json,
-    progress_bars,
     settings_for,
-    want_progress,
     with_engine_options,
     with_method_options,
 )
+from a2x_local.cli.output import console, print_json, progress_bars, want_progress
 from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,

@@ -66,16 +66,18 @@ def parse_steps(path: Path, where: str, raw: Any) -> tuple[Step, ...]:
         if isinstance(item, str):
             item = {"task": item}
         if not isinstance(item, dict):
-            raise InputError(str(path), "a step is a string or an object", entry=where, field=field)
+            raise InputError(str(path), "a step is a string or an object", entry=where, field=field, hint=STEPS_HINT)
         task = item.get("task")
         if not isinstance(task, str) or not task.strip():
-            raise InputError(str(path), "missing or empty task", entry=where, field=f"{field}.task")
+            raise InputError(str(path), "missing or empty task", entry=where, field=f"{field}.task", hint=STEPS_HINT)
         step_id = item.get("id", f"s{index + 1}")
         if not isinstance(step_id, str | int) or str(step_id) in given:
-            raise InputError(str(path), "step ids must be unique strings", entry=where, field=f"{field}.id")
+            raise InputError(str(path), "step ids must be unique strings", entry=where, field=f"{field}.id",
+                             hint=STEPS_HINT)
         depends = item.get("depends_on", [])
         if not isinstance(depends, list) or not all(isinstance(d, str | int) for d in depends):
-            raise InputError(str(path), "depends_on is a list of step ids", entry=where, field=f"{field}.depends_on")
+            raise InputError(str(path), "depends_on is a list of step ids", entry=where, field=f"{field}.depends_on",
+                             hint=STEPS_HINT)
         unknown = [str(d) for d in depends if str(d) not in given]
         if unknown:
             raise InputError(str(path), f"depends on {unknown[0]!r}, which is not an earlier step", entry=where,

@@ -24,7 +24,11 @@ class Query:
     steps: tuple[tuple[str, ...], ...] | None = None   # reference steps: each one's correct service ids
 
 
-QUERIES_HINT = "expected a JSON list of {id, query, correct_tools}, or JSONL"
+QUERIES_HINT = ('write a JSON list of {"id", "query", "correct_tools": [{"id"}]} objects, or one object per line'
+                " (JSONL); docs/evaluation.md (Query files) shows one")
+QUERY_HINT = 'a query is {"id": "q1", "query": "what the agent needs", "correct_tools": [{"id": "a_service_id"}]}'
+STEPS_EXAMPLE = 'for example: "steps": [{"task": "check seats", "correct_tools": [{"id": "t1"}]}]'
+TEXTS_HINT = 'write one query per line (.txt), or a JSON list of strings or of {"query": "..."} objects'
 
 
 @dataclass(frozen=True)
@@ -65,9 +69,10 @@ def _read_text(path: Path, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise UserError(f"{path}: {what} file not found") from exc
+        raise UserError(f"{path}: {what} file not found", hint="check the path") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}") from exc
+        raise InputError(str(path), f"cannot read the file: {exc}",
+                         hint="check the file's permissions, and that it is UTF-8 text") from exc
 
 
 def _jsonl_entries(path: Path, text: str) -> list[tuple[str, Any]]:
@@ -102,7 +107,8 @@ def _tool_id(path: Path, where: str, index: int, tool: Any, prefix: str = "") ->
     if isinstance(tool, int) and not isinstance(tool, bool):
         tool = str(tool)
     if not isinstance(tool, str) or not tool.strip():
-        raise InputError(str(path), "each correct tool needs a non-empty string id", entry=where, field=field)
+        raise InputError(str(path), "each correct tool needs a non-empty string id", entry=where, field=field,
+                         hint=QUERY_HINT)
     return tool
 
 
@@ -110,16 +116,16 @@ def parse_query(path: Path, position: str, entry: Any) -> Query:
     """One entry as a Query; ``position`` (list index or "line N") names it in errors, with its id once known."""
     where = position
     if not isinstance(entry, dict):
-        raise InputError(str(path), f"expected an object, found {type(entry).__name__}", entry=where)
+        raise InputError(str(path), f"expected an object, found {type(entry).__name__}", entry=where, hint=QUERY_HINT)
     raw_id = entry.get("id")
     if isinstance(raw_id, int) and not isinstance(raw_id, bool):
         raw_id = str(raw_id)
     if not isinstance(raw_id, str) or not raw_id.strip():
-        raise InputError(str(path), "missing or empty query id", entry=where, field="id")
+        raise InputError(str(path), "missing or empty query id", entry=where, field="id", hint=QUERY_HINT)
     where = f"{position} (id {raw_id!r})"
     text = entry.get("query")
     if not isinstance(text, str) or not text.strip():
-        raise InputError(str(path), "missing or empty query text", entry=where, field="query")
+        raise InputError(str(path), "missing or empty query text", entry=where, field="query", hint=QUERY_HINT)
     tools = entry.get("correct_tools")
     if not isinstance(tools, list) or not tools:
         raise InputError(str(path), "expected a non-empty list of correct tools", entry=where,
@@ -134,18 +140,19 @@ def _reference_steps(path: Path, where: str, steps: Any) -> tuple[tuple[str, ...
         return None
     if not isinstance(steps, list) or not steps:
         raise InputError(str(path), "expected a non-empty list of steps", entry=where, field="steps",
-                         hint='for example: "steps": [{"task": "check seats", "correct_tools": [{"id": "t1"}]}]')
+                         hint=STEPS_EXAMPLE)
     found = []
     for index, step in enumerate(steps):
         if isinstance(step, str):
             found.append(())
             continue
         if not isinstance(step, dict):
-            raise InputError(str(path), "a step is a string or an object", entry=where, field=f"steps[{index}]")
+            raise InputError(str(path), "a step is a string or an object", entry=where, field=f"steps[{index}]",
+                             hint=STEPS_EXAMPLE)
         tools = step.get("correct_tools", [])
         if not isinstance(tools, list):
             raise InputError(str(path), "expected a list of correct tools", entry=where,
-                             field=f"steps[{index}].correct_tools")
+                             field=f"steps[{index}].correct_tools", hint=QUERY_HINT)
         found.append(tuple(dict.fromkeys(_tool_id(path, where, i, tool, f"steps[{index}].")
                                          for i, tool in enumerate(tools))))
     return tuple(found)
@@ -156,13 +163,13 @@ def load_queries(path: Path | str) -> list[Query]:
     path = Path(path)
     entries = _entries(path)
     if not isinstance(entries, list) or not entries:
-        raise InputError(str(path), "the file holds no queries")
+        raise InputError(str(path), "the file holds no queries", hint=QUERIES_HINT)
     queries, seen = [], {}
     for position, entry in entries:
         query = parse_query(path, position, entry)
         if query.id in seen:
             raise InputError(str(path), f"duplicate query id (first at {seen[query.id]})",
-                             entry=f"{position} (id {query.id!r})", field="id")
+                             entry=f"{position} (id {query.id!r})", field="id", hint="give every query its own id")
         seen[query.id] = position
         queries.append(query)
     return queries
@@ -176,18 +183,19 @@ def load_query_texts(path: Path | str) -> list[str]:
         try:
             lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
         except FileNotFoundError as exc:
-            raise UserError(f"{path}: query file not found") from exc
+            raise UserError(f"{path}: query file not found", hint="check the path") from exc
         texts = [line for line in lines if line]
         if not texts:
-            raise InputError(str(path), "the file holds no queries")
+            raise InputError(str(path), "the file holds no queries", hint=TEXTS_HINT)
         return texts
     texts = []
     for position, entry in _entries(path):
         if isinstance(entry, dict):
             entry = entry.get("query")
         if not isinstance(entry, str) or not entry.strip():
-            raise InputError(str(path), "expected a non-empty query string", entry=position, field="query")
+            raise InputError(str(path), "expected a non-empty query string", entry=position, field="query",
+                             hint=TEXTS_HINT)
         texts.append(entry.strip())
     if not texts:
-        raise InputError(str(path), "the file holds no queries")
+        raise InputError(str(path), "the file holds no queries", hint=TEXTS_HINT)
     return texts

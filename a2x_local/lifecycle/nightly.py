@@ -90,14 +90,26 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
         except A2XError as exc:
             code, error = exc.exit_code, exc
             report["status"], report["error"] = "failed", exc.to_dict()
+            _record_active_after(settings, report)
         except KeyboardInterrupt:
             report["status"] = "interrupted"
+            _record_active_after(settings, report)
             _finish(report, engines, clock, 130, path)
             raise
         finally:
             engines.close()
         _finish(report, engines, clock, code, path)
     return NightlyOutcome(report, path, code, error)
+
+
+def _record_active_after(settings: Settings, report: dict[str, Any]) -> None:
+    """After a failed or interrupted job: the tree that is active now (a failure activates nothing, so the one that
+    was). A registry that cannot be read leaves the key out, and the report says "unknown", not "none"."""
+    try:
+        with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode="read") as con:
+            report["active_after"] = active_build_id(con)
+    except A2XError as exc:   # the job's own error is already in the report; this one only costs the line
+        report["active_after_error"] = exc.message
 
 
 def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int, path: Path) -> None:
@@ -114,14 +126,13 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
     registry_config = RegistryConfig.from_settings(settings)
     db, timeout = settings.db_path, settings.lock_timeout_s
     with connect(db, lock_timeout_s=timeout) as con:
+        active = report["active_before"] = active_build_id(con)   # known even when the sync fails
         result = sync(con, request.source, max_remove_share=registry_config.sync_max_remove_share, fmt=request.fmt,
                       limits=Limits.from_config(registry_config), force=request.force)
-        active = active_build_id(con)
         registry = Registry(con)
         fingerprint, size = registry.fingerprint(), registry.count()
         current = active is not None and get_build(con, active).registry_fingerprint == fingerprint
     report["sync"] = result.to_dict()
-    report["active_before"] = active
     changed = len(result.added) + len(result.updated) + len(result.removed)
     share = changed / max(size, 1)
     if active is None:

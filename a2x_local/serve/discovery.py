@@ -89,7 +89,8 @@ class Discovery:
                              f"{self.config.max_query_chars:,}", hint="shorten it to what the agent needs",
                              code="QueryTooLong")
         if k is not None and not 1 <= k <= self.config.max_k:
-            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK")
+            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK",
+                             hint=f"ask for 1 to {self.config.max_k} results ([serve] max_k sets the most)")
 
     def check(self, query: SearchQuery) -> tuple[str, str | None]:
         """The method and mode the query will run with; anything outside the limits is refused (400)."""

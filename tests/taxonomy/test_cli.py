@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from a2x_local.cli import common
+from a2x_local.cli import output
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.llm.scripted import ScriptedEngine
@@ -178,7 +178,7 @@ def test_progress_shows_each_round_with_its_services_and_tokens(tmp_path):
     services = synthetic(["weather", "travel"], 20)
     db = make_registry(tmp_path / "r.duckdb", services)
     progress = Progress(console=Console(file=io.StringIO(), width=200))
-    observer = common.RoundProgress(progress)
+    observer = output.RoundProgress(progress)
     with progress:
         run_build(db, small_config(leaf_max_services=25, keyword_path_min_services=1000), lambda: ScriptedEngine(
             DomainRule()), model="scripted", observer=observer)

@@ -13,6 +13,11 @@ from a2x_local.errors import InputError
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.types import SERVICE_TYPES, Service, canonical_json
 
+# What to do about a file or an entry that a format cannot read (nothing is written: an ingest is all or nothing).
+FORMAT_HINT = ("docs/registry.md (The six formats) shows what each format holds; `--format` names the format when"
+               " the guess from the file is wrong")
+ENTRY_HINT = "fix that entry and ingest again (nothing was written); docs/registry.md describes each format's fields"
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -45,13 +50,16 @@ def read_text(path: Path, limits: Limits) -> str:
                              hint="split it, or raise [registry] max_file_bytes to accept it")
         data = path.read_bytes()
     except IsADirectoryError as exc:
-        raise InputError(shown, "is a folder where a file was expected") from exc
+        raise InputError(shown, "is a folder where a file was expected",
+                         hint="give a file's path (folders are read file by file under --format auto)") from exc
     except FileNotFoundError as exc:
-        raise InputError(shown, "file not found" if not path.is_symlink() else "is a broken symbolic link") from exc
+        raise InputError(shown, "file not found" if not path.is_symlink() else "is a broken symbolic link",
+                         hint="check the path") from exc
     except OSError as exc:
-        raise InputError(shown, f"cannot read file: {exc.strerror or exc}") from exc
+        raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
+                         hint="check the file's permissions") from exc
     if not data.strip():
-        raise InputError(shown, "file is empty")
+        raise InputError(shown, "file is empty", hint="give a file that lists services (docs/registry.md)")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -69,7 +77,8 @@ def parse_json(text: str, limits: Limits, file: str, entry: str | None = None, f
                          hint=_DEPTH_HINT) from exc
     except json.JSONDecodeError as exc:
         where = f" at line {exc.lineno}, column {exc.colno}" if entry is None else f" at column {exc.colno}"
-        raise InputError(file, f"malformed JSON: {exc.msg}{where}", entry=entry, field=field) from exc
+        raise InputError(file, f"malformed JSON: {exc.msg}{where}", entry=entry, field=field,
+                         hint="fix the JSON at that place (`python -m json.tool FILE` shows it too)") from exc
     check_depth(value, limits.max_json_depth, file, entry=entry, field=field)
     return value
 
@@ -133,7 +142,7 @@ class EntryReader:
         self.data: dict[str, Any] = data
 
     def fail(self, message: str, field: str | None = None) -> None:
-        raise InputError(self.file, message, entry=self.entry, field=field)
+        raise InputError(self.file, message, entry=self.entry, field=field, hint=ENTRY_HINT)
 
     def text(self, field: str, *, required: bool = True, default: str | None = None) -> str | None:
         """A string field; required ones must be present and not blank."""

@@ -1,7 +1,9 @@
 """The LLM search methods as registry entries: `a2x`, `a2x+rescue`, `full` and `select`.
 
 Each factory reads what it needs from the registry database (the active tree, which keeps serving when stale; the
-services), builds its retrieval pre-filter, and only then its engine, so bad input fails before a model loads.
+services), then gets its engine, and only then builds its retrieval pre-filter: a missing tree fails before a model
+loads, and a missing or incomplete model (the engine's check of its files) fails in a second, before the embedding
+model and the indexes load (the optional libraries they need are checked first of all).
 Library callers that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI
 passes a model.
 """
@@ -117,18 +119,20 @@ def _a2x(settings: Settings, db_path: Path, options: A2XOptions, progress: Progr
         check(*DENSE_NEEDS, *BM25_NEEDS, feature="a2x pre-ranking ([search] prerank_min; 0 turns it off)")
     active, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     tree, stale = _serving(active, corpus)
+    engine = engine_for(settings, options)
     ranker = _retriever(settings, corpus, options, progress) if config.prerank_min else None
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, ranker=ranker, stale=stale)
+    return A2XSearch(tree, _by_id(corpus), engine, config, ranker=ranker, stale=stale)
 
 
 def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
             progress: ProgressFactory | None) -> A2XSearch:
     config = search_config(settings, options)
+    check(*DENSE_NEEDS, *BM25_NEEDS, feature="a2x+rescue (its hybrid retrieval)")
     active, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     tree, stale = _serving(active, corpus)
+    engine = engine_for(settings, options)
     retriever = _retriever(settings, corpus, options, progress)
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever, ranker=retriever,
-                     stale=stale)
+    return A2XSearch(tree, _by_id(corpus), engine, config, rescue=retriever, ranker=retriever, stale=stale)
 
 
 def _full(settings: Settings, db_path: Path, options: LlmOptions,
@@ -141,9 +145,11 @@ def _full(settings: Settings, db_path: Path, options: LlmOptions,
 def _select(settings: Settings, db_path: Path, options: SelectOptions,
             progress: ProgressFactory | None) -> RetrieveSelect:
     config = search_config(settings, options)
+    check(*DENSE_NEEDS, *BM25_NEEDS, feature="select (its hybrid retrieval)")
     _, corpus = load_corpus_and_tree(settings, db_path, tree=False)
+    engine = engine_for(settings, options)
     retriever = _retriever(settings, corpus, options, progress)
-    return RetrieveSelect(corpus.services, retriever, engine_for(settings, options), config)
+    return RetrieveSelect(corpus.services, retriever, engine, config)
 
 
 def _by_id(corpus: Corpus) -> dict[str, Service]:

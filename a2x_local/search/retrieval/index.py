@@ -152,7 +152,9 @@ class IndexStore:
         except OSError as exc:
             # Another process installed the same index between our check and now; theirs is as good as ours.
             if not (final / META).is_file():
-                raise UserError(f"{final}: cannot install the index: {exc}") from exc
+                raise UserError(f"{final}: cannot install the index: {exc}",
+                                hint="check the free disk space and the folder's permissions; the indexes are"
+                                     " rebuilt on the next search") from exc
 
     def _prune(self, kind: str, variant: dict[str, Any], keep: Path) -> None:
         prefix = f"{kind}-{stable_hash(variant, 12)}-"

@@ -94,7 +94,8 @@ def tune_fusion(settings: Settings, queries: Sequence[LabelledQuery], *, k: int 
     registry (``store``) for the embedding model in use."""
     started = time.perf_counter()
     if not 0 < held_out_share < 1:
-        raise UserError(f"the held-out share must be between 0 and 1, not {held_out_share}")
+        raise UserError(f"the held-out share must be between 0 and 1, not {held_out_share}",
+                        hint="give --held-out a share such as 0.5")
     config = retrieval_config(settings)
     corpus = load_corpus(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     retriever = hybrid_retriever(corpus, config, embedding_model=embedding_model, progress=progress)
