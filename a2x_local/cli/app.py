@@ -44,6 +44,12 @@ def _root(
 
 
 def _register() -> None:
+    # The composition root: the search stage knows only its own methods, and the stages above it add theirs here,
+    # before any command lists the methods in its help.
+    from a2x_local.compose import COMPOSE_SPEC
+    from a2x_local.search import register_method
+
+    register_method(COMPOSE_SPEC, replace=True)
     # Each module adds its commands to `app`; importing them here keeps the order of `--help` stable.
     from a2x_local.cli import registry_cmds  # noqa: F401
     # isort: split

@@ -28,7 +28,14 @@ from a2x_local.db import Mode, connect
 from a2x_local.errors import A2XError
 from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions, Result, make_engine, with_answer_cache
-from a2x_local.search import ProgressFactory, check_queries, method_names, method_spec, parse_option_pairs
+from a2x_local.search import (
+    ModeError,
+    ProgressFactory,
+    check_queries,
+    method_names,
+    method_spec,
+    parse_option_pairs,
+)
 from a2x_local.settings import Settings, load_settings
 
 console = Console()
@@ -240,11 +247,12 @@ def with_engine_options(command: Callable[..., Any] | None = None, *,
 
 
 def _check_mode(method: str, mode: str) -> None:
-    """Refuse a mode the method does not have while the flags are parsed, before anything loads."""
-    spec = method_spec(method)
-    if mode not in spec.modes:
-        accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
-        raise typer.BadParameter(f"method '{method}' accepts: {accepted}", param_hint="--mode")
+    """Refuse a mode the method does not have while the flags are parsed, before anything loads: the search
+    stage's one check, as a usage error (exit 2)."""
+    try:
+        method_spec(method).check_mode(mode)
+    except ModeError as exc:
+        raise typer.BadParameter(f"{exc.message} ({exc.code})", param_hint="--mode") from exc
 
 
 @dataclass(frozen=True)

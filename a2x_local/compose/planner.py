@@ -21,9 +21,8 @@ from a2x_local.compose.rules import rule_steps
 from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
-from a2x_local.errors import UserError
 from a2x_local.llm import Engine
-from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_mode, check_queries
 
 
 @dataclass
@@ -122,10 +121,7 @@ class Composer:
         if not requests:
             return []
         check_queries(requests)
-        if mode is not None and mode not in self.step_modes:
-            accepted = ", ".join(self.step_modes) or "none (it has no modes)"
-            raise UserError(f"step method '{self.method_name}' accepts the modes: {accepted}",
-                            hint="leave out the mode, or pick an LLM step method such as a2x")
+        check_mode(self.method_name, self.step_modes, mode, role="step method")
         if self.steps_book is not None:
             self.steps_book.check_covers(requests)
         started = time.perf_counter()

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from a2x_local.errors import UserError
 
 EMPTY_QUERY_HINT = 'say what the agent needs, e.g. a2x-local search "convert currencies"'
+# Every selection mode an LLM method may take (a method's spec says which it does): everything that could help,
+# what the task needs, the single best service.
+Mode = Literal["get_all", "get_important", "get_one"]
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)

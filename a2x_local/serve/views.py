@@ -131,11 +131,18 @@ class ServiceView(BaseModel):
 
 
 class MethodInfo(BaseModel):
+    """A search method's declared facts (its spec) and whether this server can run it."""
+
     name: str
     summary: str
     llm: bool = Field(description="Needs a model (the server must run with --model).")
-    available: bool
+    engine: str = Field(description="Its use of a model: none, optional (uses the server's when there is one), "
+                                    "required.")
+    available: bool = Field(description="This server can run it (it needs no model, or the server has one).")
     modes: list[str]
+    cost: str = Field(description="What a query costs: retrieval (no model), llm (a few short prompts), llm-heavy (one "
+                                  "very long prompt).")
+    cost_note: str = Field(description="The cost in words.")
     default: bool
 
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from a2x_local.search.llm.config import check_mode
 from a2x_local.search.llm.descent import NodeDecision
 from a2x_local.search.llm.rounds import Ledger
 from a2x_local.search.llm.selection import Selection
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
+from a2x_local.search.methods import check_mode
+from a2x_local.search.types import MODES, Hit, SearchAnswer, SearchRequest, check_queries
 
 
-def checked_modes(requests: Sequence[SearchRequest], default_mode: str) -> list[str]:
-    """Each request's mode; an empty query or unknown mode stops the batch before any model call."""
+def checked_modes(requests: Sequence[SearchRequest], default_mode: str, method: str) -> list[str]:
+    """Each request's mode (``default_mode`` when it gives none); an empty query or a mode the method does not take
+    stops the batch before any model call."""
     check_queries([request.query for request in requests])
-    return [check_mode(request.mode, default_mode) for request in requests]
+    return [str(check_mode(method, MODES, request.mode, default=default_mode)) for request in requests]
 
 
 def failure(selection: Selection, decisions: Sequence[NodeDecision] = ()) -> str | None:

@@ -13,9 +13,11 @@ from typing import Any
 from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
-from a2x_local.search.llm.config import check_mode, llm_search_config
+from a2x_local.search.llm.config import llm_search_config
 from a2x_local.search.llm.descent import Descender, Walk
 from a2x_local.search.llm.rounds import RoundRunner
+from a2x_local.search.methods import check_mode
+from a2x_local.search.types import MODES
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree
 
@@ -33,7 +35,7 @@ def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequen
     """
     config = llm_search_config(settings, **{"category_lines": "full", **overrides, "direct_select_below": 0,
                                             "other_services_child": "none"})
-    chosen = check_mode(mode, config.default_mode)
+    chosen = str(check_mode("a2x", MODES, mode, default=config.default_mode))
     runner = RoundRunner(engine, len(queries))
     return Descender(tree, engine, config).descend([(query, chosen) for query in queries], runner)
 

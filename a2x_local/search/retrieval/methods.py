@@ -90,6 +90,9 @@ def hybrid_retriever(corpus: Corpus, config: RetrievalConfig, *, embedding_model
                            weights)
 
 
-DENSE_SPEC = MethodSpec("dense", "embedding similarity (an embedding model + FAISS)", RetrieverOptions, _dense)
-BM25_SPEC = MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25)
-HYBRID_SPEC = MethodSpec("hybrid", "weighted reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid)
+DENSE_SPEC = MethodSpec("dense", "embedding similarity (an embedding model + FAISS)", RetrieverOptions, _dense,
+                        engine="none", cost="retrieval", cost_note="one query embedding and a FAISS lookup")
+BM25_SPEC = MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25,
+                       engine="none", cost="retrieval", cost_note="a BM25 lookup; no model at all")
+HYBRID_SPEC = MethodSpec("hybrid", "weighted reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid,
+                         engine="none", cost="retrieval", cost_note="dense and BM25, fused")
