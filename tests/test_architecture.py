@@ -39,7 +39,7 @@ PACKAGE = "a2x_local"
 NOT_STAGES = {"cli", "migrations", "defaults"}
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"db", "errors", "extras", "hashing", "prompts", "settings"}
+CORE = {"db", "errors", "extras", "hashing", "jsonfiles", "prompts", "settings"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -54,7 +54,6 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
-        "JsonFile",
         "check_plots",
         "compare_row",
         "compare_runs",
@@ -64,7 +63,6 @@ PUBLIC_API: dict[str, list[str]] = {
         "load_query_texts",
         "pct",
         "plan_run",
-        "read_json_file",
         "registry_info",
         "run_evaluation",
     ],

@@ -35,6 +35,7 @@ from a2x_local.evaluation import (
     registry_info,
     run_evaluation,
 )
+from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import EngineOptions
 from a2x_local.search import LabelledQuery, clear_fusion, make_method, tune_fusion
 
@@ -89,7 +90,7 @@ def eval_command(
         check_plots()
     settings = settings_for(ctx, db)
     config = evaluation_config(settings, batch_size=batch_size, missing_tools=missing)
-    query_list = load_queries(queries)
+    query_list = load_queries(queries, JsonLimits.from_settings(settings))
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     options = method.with_engine(engine_options)
     with progress_bars(want_progress(json_output)) as bars:

@@ -18,6 +18,7 @@ from a2x_local.compose.planner import Composer
 from a2x_local.compose.steps_file import StepsBook, load_steps_file
 from a2x_local.db import connect
 from a2x_local.errors import UserError
+from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineOptions, check_ref, engine_settings, make_engine
 from a2x_local.registry import Registry
 from a2x_local.search import ProgressFactory, make_method, method_names, method_spec
@@ -91,7 +92,8 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
         raise UserError("compose cannot search its own steps with compose", code="UnknownMethod",
                         hint=f"pick a step method: {', '.join(step_method_names())}")
     spec = method_spec(config.step_method, offered=step_method_names())
-    book = steps if isinstance(steps, StepsBook) or steps is None else load_steps_file(steps)
+    book = (steps if isinstance(steps, StepsBook) or steps is None else
+            load_steps_file(steps, JsonLimits.from_settings(settings)))
     services, tree, stale_note = _snapshot(settings, db_path)
     decomposer = _decomposer(config, book, settings, engine, engine_options, start_engine)
     step_engine = spec.needs_engine or (spec.takes_engine and engine is not None)

@@ -20,11 +20,12 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from a2x_local.db import connect
-from a2x_local.errors import UserError
+from a2x_local.errors import InputError, UserError
 from a2x_local.evaluation.metrics import dedupe, score_query
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.summary import ranking_depth, summarize
 from a2x_local.hashing import stable_hash
+from a2x_local.jsonfiles import parse_json, read_json, read_text
 from a2x_local.registry import Registry
 from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import SectionConfig, Settings
@@ -114,19 +115,18 @@ def _read_results(path: Path) -> tuple[list[dict[str, Any]], bool]:
     """Finished records, and whether the file needs rewriting (a torn last line or records to retry)."""
     if not path.exists():
         return [], False
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, empty_ok=True).splitlines()
     records, dirty = [], False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+            record = parse_json(line, None, str(path), line=number, hint="rerun with --fresh to start this run over")
+        except InputError as exc:
             if number == len(lines):  # a write cut off by a crash: that query simply runs again
                 dirty = True
                 continue
-            raise UserError(f"{path}: line {number} is not valid JSON; the run folder is damaged",
-                            hint="rerun with --fresh to start this run over") from exc
+            raise UserError(f"{exc.message}; the run folder is damaged", hint=exc.hint) from exc
         if record.get("error"):
             dirty = True
             continue
@@ -159,8 +159,8 @@ class Evaluation:
         wanted = self.spec.to_dict()
         if run_file.exists():
             try:
-                stored = json.loads(run_file.read_text(encoding="utf-8")).get("spec", {})
-            except (json.JSONDecodeError, AttributeError) as exc:
+                stored = read_json(run_file).get("spec", {})
+            except (InputError, AttributeError) as exc:
                 raise UserError(f"{run_file}: damaged run description",
                                 hint="rerun with --fresh to start this run over") from exc
             if stored != json.loads(json.dumps(wanted)):

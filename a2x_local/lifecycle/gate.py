@@ -20,6 +20,7 @@ from a2x_local.evaluation import (
     registry_info,
     run_evaluation,
 )
+from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search import tree_search
@@ -60,7 +61,7 @@ def run_gate(settings: Settings, *, candidate: Tree, active: Tree, services: dic
             "active": str(out_dir / f"tree-{active.build_id}")}
     config = evaluation_config(settings)
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
-    queries = load_queries(queries_file)
+    queries = load_queries(queries_file, JsonLimits.from_settings(settings))
 
     def hit(tree: Tree, out: Path) -> tuple[float, int]:
         method = tree_search(settings, tree, services, engine)
