@@ -55,8 +55,7 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
                          "sad_applied": plan.sad.applied, "sad_copy_rejected": plan.sad.copy_rejected},
              "plan": plan.model_dump(mode="json")}
     return SearchAnswer(query=plan.request, hits=[Hit(service_id) for service_id in ranking], ranked=True,
-                        prompt_tokens=plan.prompt_tokens, completion_tokens=plan.completion_tokens,
-                        calls=plan.calls, rounds=plan.rounds, seconds=plan.seconds, trace=trace, error=plan.error)
+                        seconds=plan.seconds, trace=trace, error=plan.error, **plan.cost_values())
 
 
 class ComposeSearch:

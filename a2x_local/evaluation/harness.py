@@ -27,7 +27,7 @@ from a2x_local.evaluation.summary import ranking_depth, summarize
 from a2x_local.hashing import stable_hash
 from a2x_local.jsonfiles import parse_json, read_json, read_text
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest
+from a2x_local.search import SearchAnswer, SearchCost, SearchMethod, SearchRequest
 from a2x_local.settings import SectionConfig, Settings
 
 RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE = "run.json", "results.jsonl", "summary.json", "report.md"
@@ -191,9 +191,8 @@ class Evaluation:
             base["reference_steps"] = [list(step) for step in query.steps]
         if answer is None:
             return {**base, "skipped": "no correct service in the registry", "returned": [], "ranking": [],
-                    "hit": False, "recall": 0.0, "precision": 0.0, "comp": False, "prompt_tokens": 0,
-                    "completion_tokens": 0, "calls": 0, "rounds": 0, "candidates_shown": 0, "capped": 0,
-                    "latency_s": 0.0, "error": None}
+                    "hit": False, "recall": 0.0, "precision": 0.0, "comp": False,
+                    **SearchCost().cost_values(SearchCost), "latency_s": 0.0, "error": None}
         ranking = dedupe(answer.ids)
         returned = ranking[: self.spec.k] if ranked else ranking
         score = score_query(returned, scored)
@@ -203,9 +202,7 @@ class Evaluation:
         return {**base, "returned": returned, "ranking": ranking if ranked else [],
                 "scores": [hit.score for hit in answer.hits[: len(returned)]] if ranked else [],
                 "hit": score.hit, "recall": score.recall, "precision": score.precision, "comp": score.complete,
-                "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
-                "calls": answer.calls, "rounds": answer.rounds, "candidates_shown": answer.candidates_shown,
-                "capped": answer.capped, "latency_s": answer.seconds or latency, "error": answer.error}
+                **answer.cost_values(SearchCost), "latency_s": answer.seconds or latency, "error": answer.error}
 
     def run(self, method: SearchMethod, queries: Sequence[Query],
             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:

@@ -15,7 +15,15 @@ from a2x_local.search.methods import (
 )
 from a2x_local.search.retrieval.indexing import build_indexes
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
-from a2x_local.search.types import MODES, Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search.types import (
+    MODES,
+    Hit,
+    SearchAnswer,
+    SearchCost,
+    SearchMethod,
+    SearchRequest,
+    check_queries,
+)
 
 __all__ = [
     "MODES",
@@ -25,6 +33,7 @@ __all__ = [
     "ModeError",
     "ProgressFactory",
     "SearchAnswer",
+    "SearchCost",
     "SearchMethod",
     "SearchRequest",
     "build_indexes",

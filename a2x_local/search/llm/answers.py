@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from a2x_local.search.llm.descent import NodeDecision
-from a2x_local.search.llm.rounds import Ledger
 from a2x_local.search.llm.selection import Selection
 from a2x_local.search.methods import check_mode
-from a2x_local.search.types import MODES, Hit, SearchAnswer, SearchRequest, check_queries
+from a2x_local.search.types import MODES, Hit, SearchAnswer, SearchCost, SearchRequest, check_queries
 
 
 def checked_modes(requests: Sequence[SearchRequest], default_mode: str, method: str) -> list[str]:
@@ -35,10 +34,8 @@ def failure(selection: Selection, decisions: Sequence[NodeDecision] = ()) -> str
     return f"all {len(calls)} {stage} calls failed, e.g. {errors[0]}"
 
 
-def make_answer(request: SearchRequest, hits: list[Hit], ledger: Ledger, seconds: float,
+def make_answer(request: SearchRequest, hits: list[Hit], ledger: SearchCost, seconds: float,
                 trace: dict[str, Any], error: str | None = None) -> SearchAnswer:
     """A SearchAnswer carrying the query's own share of model calls, tokens and rounds."""
-    return SearchAnswer(query=request.query, hits=hits, ranked=False, prompt_tokens=ledger.prompt_tokens,
-                        completion_tokens=ledger.completion_tokens, calls=ledger.calls, rounds=ledger.rounds,
-                        candidates_shown=ledger.candidates_shown, capped=ledger.capped, seconds=seconds,
-                        trace=trace, error=error)
+    return SearchAnswer(query=request.query, hits=hits, ranked=False, seconds=seconds, trace=trace, error=error,
+                        **ledger.cost_values(SearchCost))
