@@ -54,11 +54,11 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
+        "EvaluationConfig",
         "check_plots",
         "compare_row",
         "compare_runs",
         "describe_method",
-        "evaluation_config",
         "load_queries",
         "load_query_texts",
         "pct",
@@ -81,6 +81,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ENGINE_OPTION_NAMES",
         "STRUCTURED_BACKENDS",
         "AnswerCache",
+        "CacheConfig",
         "Constraint",
         "EmbeddingAlias",
         "EmbeddingModel",
@@ -97,7 +98,6 @@ PUBLIC_API: dict[str, list[str]] = {
         "alias_path",
         "as_data",
         "build_tiny_model",
-        "cache_config",
         "check_ref",
         "clip",
         "engine_settings",
@@ -156,13 +156,13 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve_stdio",
     ],
     "taxonomy": [
+        "BuildConfig",
         "BuildLock",
         "DatabaseLock",
         "Tree",
         "TreeNode",
         "activate",
         "active_build_id",
-        "build_config",
         "build_running",
         "delete_build",
         "diff_trees",
@@ -444,6 +444,55 @@ def test_every_default_table_is_owned_by_a_section_config():
     owned = {cls.section.split(".")[0] for cls in CONFIG_CLASSES}
     stray = set(packaged_defaults()) - owned - UNOWNED_TABLES
     assert not stray, f"default.toml tables no SectionConfig reads: {sorted(stray)}"
+
+
+# A parameter default may be a neutral value (none, zero, one, "auto": "the library's own choice"), never a copy of
+# a configured one: such a copy drifts from default.toml (it was `lock_timeout_s: float = 30.0` in six signatures).
+NEUTRAL_DEFAULTS = (0, 1, "auto", "")
+
+
+def configured_defaults() -> dict[str, set[Any]]:
+    """Every key of default.toml (any table) and the values it takes there."""
+    found: dict[str, set[Any]] = defaultdict(set)
+    pending = [packaged_defaults()]
+    while pending:
+        for key, value in pending.pop().items():
+            if isinstance(value, dict):
+                pending.append(value)
+            elif isinstance(value, int | float | str) and not isinstance(value, bool):
+                found[key].add(value)
+    return found
+
+
+def test_no_signature_repeats_a_configured_default():
+    configured = configured_defaults()
+    problems = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            positional = node.args.posonlyargs + node.args.args
+            pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
+                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+            problems += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}({arg.arg}={default.value!r})"
+                         for arg, default in pairs if isinstance(default, ast.Constant)
+                         and default.value in configured.get(arg.arg, ()) and default.value not in NEUTRAL_DEFAULTS]
+    assert not problems, ("these defaults copy default.toml; take the value from the settings (a SectionConfig's "
+                          "from_settings) or default to None:\n" + "\n".join(problems))
+
+
+def test_each_table_is_read_one_way():
+    """A stage's table is `XConfig.from_settings(settings, **overrides)`; no one-line wrapper stands beside it."""
+    wrappers = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            body = [statement for statement in getattr(node, "body", []) if not (
+                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))]
+            if (isinstance(node, ast.FunctionDef) and len(body) == 1 and isinstance(body[0], ast.Return)
+                    and isinstance(body[0].value, ast.Call) and isinstance(body[0].value.func, ast.Attribute)
+                    and body[0].value.func.attr == "from_settings"):
+                wrappers.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}")
+    assert not wrappers, "call XConfig.from_settings(settings, ...) where the table is needed:\n" + "\n".join(wrappers)
 
 
 # --- the command line: one meaning per short flag, option bundles declared once -------------------------------------

@@ -24,11 +24,11 @@ from a2x_local.cli.common import (
 from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,
+    EvaluationConfig,
     check_plots,
     compare_row,
     compare_runs,
     describe_method,
-    evaluation_config,
     load_queries,
     pct,
     plan_run,
@@ -89,7 +89,7 @@ def eval_command(
     if plots:
         check_plots()
     settings = settings_for(ctx, db)
-    config = evaluation_config(settings, batch_size=batch_size, missing_tools=missing)
+    config = EvaluationConfig.from_settings(settings, batch_size=batch_size, missing_tools=missing)
     query_list = load_queries(queries, JsonLimits.from_settings(settings))
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     options = method.with_engine(engine_options)

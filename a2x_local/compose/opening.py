@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.compose.compatibility import profiles
-from a2x_local.compose.config import ComposeConfig, compose_config
+from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer
 from a2x_local.compose.planner import Composer
 from a2x_local.compose.steps_file import StepsBook, load_steps_file
@@ -85,7 +85,7 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
     and `Composer.close` releases it. With ``start_engine`` False none is started: "auto" decomposes by the rules,
     and a choice that needs a model is refused (code NoModel).
     """
-    config = compose_config(settings, **overrides)
+    config = ComposeConfig.from_settings(settings, **overrides)
     db_path = Path(db_path or settings.db_path)
     engine_options = engine_options or EngineOptions()
     if config.step_method == COMPOSE:

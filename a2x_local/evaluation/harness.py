@@ -28,7 +28,7 @@ from a2x_local.hashing import stable_hash
 from a2x_local.jsonfiles import parse_json, read_json, read_text
 from a2x_local.registry import Registry
 from a2x_local.search import SearchAnswer, SearchCost, SearchMethod, SearchRequest
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.settings import SectionConfig
 
 RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE = "run.json", "results.jsonl", "summary.json", "report.md"
 
@@ -45,11 +45,6 @@ class EvaluationConfig(SectionConfig):
     runs_dir: str
 
 
-def evaluation_config(settings: Settings, **overrides: Any) -> EvaluationConfig:
-    """The `[evaluation]` table with ``overrides`` (None values ignored)."""
-    return EvaluationConfig.from_settings(settings, **overrides)
-
-
 @dataclass(frozen=True)
 class RegistryInfo:
     path: str
@@ -61,7 +56,7 @@ class RegistryInfo:
         return len(self.ids)
 
 
-def registry_info(db_path: Path, *, lock_timeout_s: float = 30.0) -> RegistryInfo:
+def registry_info(db_path: Path, *, lock_timeout_s: float | None = None) -> RegistryInfo:
     """Ids and fingerprint of the registry under evaluation; an empty registry cannot be evaluated."""
     with connect(db_path, lock_timeout_s=lock_timeout_s, mode="read") as con:
         registry = Registry(con)

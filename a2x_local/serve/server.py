@@ -91,13 +91,9 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
     return Server(state, discovery, planning, build_mcp(discovery, planning))
 
 
-def _config(settings: Settings, options: ServeOptions) -> ServeConfig:
-    return ServeConfig.from_settings(settings, host=options.host, port=options.port)
-
-
 def serve_http(settings: Settings, options: ServeOptions) -> None:
     """Serve the HTTP API, the page and MCP at /mcp until interrupted (SIGINT/SIGTERM stop it cleanly)."""
-    config = _config(settings, options)
+    config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     check_bind(config.host, options.token, options.insecure)
     import uvicorn
 
@@ -120,7 +116,7 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     """Serve MCP over this process's stdin/stdout (a desktop or IDE agent starts it as a subprocess)."""
     import anyio
 
-    config = _config(settings, options)
+    config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
     with stdout_to_stderr():  # engine start-up and library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine)

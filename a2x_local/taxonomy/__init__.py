@@ -1,7 +1,7 @@
 """The category tree: building it with a model, storing versions of it, importing and exporting it.
 Everything else in this package is private to it."""
 
-from a2x_local.taxonomy.config import build_config
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.diff import diff_trees
 from a2x_local.taxonomy.export import to_dot, to_json
 from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
@@ -23,13 +23,13 @@ from a2x_local.taxonomy.types import Tree, TreeNode
 from a2x_local.taxonomy.versions import save_version
 
 __all__ = [
+    "BuildConfig",
     "BuildLock",
     "DatabaseLock",
     "Tree",
     "TreeNode",
     "activate",
     "active_build_id",
-    "build_config",
     "build_running",
     "delete_build",
     "diff_trees",

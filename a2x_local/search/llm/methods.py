@@ -19,10 +19,10 @@ from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
-from a2x_local.search.llm.config import LlmSearchConfig, llm_search_config
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.staleness import Staleness, serving_tree
 from a2x_local.search.methods import MethodSpec, ProgressFactory
-from a2x_local.search.retrieval.config import TextField, retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig, TextField
 from a2x_local.search.retrieval.corpus import Corpus, read_corpus
 from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS, hybrid_retriever
 from a2x_local.search.retrieval.retrievers import HybridRetriever
@@ -81,7 +81,7 @@ _RETRIEVAL_KEYS = ("embedding_model", "text")
 def search_config(settings: Settings, options: BaseModel) -> LlmSearchConfig:
     """`[search]` with the options that name its keys."""
     values = options.model_dump(exclude_none=True, exclude={*ENGINE_OPTION_NAMES, *_RETRIEVAL_KEYS})
-    return llm_search_config(settings, **values)
+    return LlmSearchConfig.from_settings(settings, **values)
 
 
 def engine_for(settings: Settings, options: LlmOptions) -> Engine:
@@ -108,7 +108,7 @@ def _serving(tree: Tree | None, corpus: Corpus) -> tuple[Tree, Staleness | None]
 def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
                progress: ProgressFactory | None) -> HybridRetriever:
     """The hybrid pre-filter over the corpus already read (its indexes built on the way when missing or stale)."""
-    config = retrieval_config(settings, text=options.text)
+    config = RetrievalConfig.from_settings(settings, text=options.text)
     return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.extras import check
 from a2x_local.search.methods import MethodSpec
-from a2x_local.search.retrieval.config import RetrievalConfig, TextField, retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig, TextField
 from a2x_local.search.retrieval.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
 from a2x_local.search.retrieval.weights import FUSION_KEYS, fusion_weights
@@ -47,7 +47,7 @@ def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
     values.pop("embedding_model", None)
     if "params" in values:
         values["text_params"] = values.pop("params")
-    return retrieval_config(settings, **values)
+    return RetrievalConfig.from_settings(settings, **values)
 
 
 def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
