@@ -47,8 +47,8 @@ from a2x_local.search.llm.positions import NONE
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.types import Tree
 

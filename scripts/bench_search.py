@@ -61,8 +61,8 @@ from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import import_tree, read_tree_file
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.types import Tree
 

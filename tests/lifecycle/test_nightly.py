@@ -165,7 +165,7 @@ def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home,
         seen["checkpoint_wait_s"] = kwargs["waits"].checkpoint
         raise UserError("stop here")
 
-    monkeypatch.setattr("a2x_local.taxonomy.runner._execute", execute)
+    monkeypatch.setattr("a2x_local.taxonomy.build.runner._execute", execute)
     export = write_export(tmp_path / "export.json", services(BASE, 1))
     result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
     assert result.code == 1 and "stop here" in result.err

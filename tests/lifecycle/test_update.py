@@ -22,7 +22,7 @@ from a2x_local.taxonomy import (
     load_tree,
     save_import,
 )
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
 from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
 from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry

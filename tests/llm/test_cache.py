@@ -12,7 +12,7 @@ from a2x_local.llm.cache import AnswerCache, CachedEngine, answer_key, engine_id
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import load_usage
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
 from tests.lifecycle.world import world_config
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import synthetic

@@ -13,8 +13,8 @@ from a2x_local.errors import UserError
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry

@@ -21,9 +21,9 @@ from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.store import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
@@ -248,7 +248,7 @@ from pathlib import Path
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.types import Service
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.scripted_policy import WordPolicy
 from tests.taxonomy.test_runner import RUNNER
 

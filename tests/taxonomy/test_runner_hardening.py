@@ -19,9 +19,9 @@ from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.build.spill import spill_path
 from a2x_local.taxonomy.scripted_policy import WordPolicy
-from a2x_local.taxonomy.spill import spill_path
 from tests.support.registries import make_registry, toolret_services
 from tests.taxonomy.helpers import small_config, synthetic
 
