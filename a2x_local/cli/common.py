@@ -285,8 +285,8 @@ _METHOD_PANEL = "Search method"
 METHOD_FLAGS: dict[str, Any] = {
     "method": Annotated[str | None, typer.Option(
         "--method", "-m", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, "
-             "\\[compose] step_method).")],
+        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, the steps' method, any "
+             "but compose: default \\[compose] step_method).")],
     "mode": Annotated[str | None, typer.Option(
         "--mode", rich_help_panel=_METHOD_PANEL, show_default=False,
         help="Selection mode of LLM methods: get_all | get_important | get_one.")],
