@@ -58,6 +58,12 @@ def packaged_defaults() -> dict[str, Any]:
     return packaged_file("default.toml")
 
 
+def packaged_default(table: str, key: str) -> Any:
+    """One packaged default (for the few core functions a library may call without settings, which still take
+    their default from default.toml rather than writing it again)."""
+    return copy.deepcopy(_packaged("default.toml")[table][key])
+
+
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """Tables merge key by key; any other value in ``override`` replaces the one in ``base``."""
     merged = copy.deepcopy(dict(base))

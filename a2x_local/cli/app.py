@@ -43,3 +43,15 @@ def _root(
     ctx.obj = {"db": db, "verbose": verbose}
     send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)
 
+
+
+def _register_higher_methods() -> None:
+    """The composition root: the search stage knows only its own methods, and the stages above it add theirs here,
+    before any command module builds its `--method` help from the list."""
+    from a2x_local.compose import COMPOSE_SPEC
+    from a2x_local.search import register_method
+
+    register_method(COMPOSE_SPEC, replace=True)
+
+
+_register_higher_methods()

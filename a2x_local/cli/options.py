@@ -29,7 +29,7 @@ from a2x_local.llm import (
     make_engine,
     with_answer_cache,
 )
-from a2x_local.search import check_queries, method_names, method_spec, parse_option_pairs
+from a2x_local.search import ModeError, check_queries, method_names, method_spec, parse_option_pairs
 from a2x_local.settings import Settings, check_config, load_settings
 
 DbOption = Annotated[
@@ -157,11 +157,12 @@ def with_engine_options(command: Callable[..., Any] | None = None, *,
 
 
 def _check_mode(method: str, mode: str) -> None:
-    """Refuse a mode the method does not have while the flags are parsed, before anything loads."""
-    spec = method_spec(method)
-    if mode not in spec.modes:
-        accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
-        raise typer.BadParameter(f"method '{method}' accepts: {accepted}", param_hint="--mode")
+    """Refuse a mode the method does not have while the flags are parsed, before anything loads: the search
+    stage's one check, as a usage error (exit 2)."""
+    try:
+        method_spec(method).check_mode(mode)
+    except ModeError as exc:
+        raise typer.BadParameter(f"{exc.message} ({exc.code})", param_hint="--mode") from exc
 
 
 @dataclass(frozen=True)
@@ -194,8 +195,8 @@ _METHOD_PANEL = "Search method"
 METHOD_FLAGS: dict[str, Any] = {
     "method": Annotated[str | None, typer.Option(
         "--method", "-m", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, "
-             "\\[compose] step_method).")],
+        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, the steps' method, any "
+             "but compose: default \\[compose] step_method).")],
     "mode": Annotated[str | None, typer.Option(
         "--mode", rich_help_panel=_METHOD_PANEL, show_default=False,
         help="Selection mode of LLM methods: get_all | get_important | get_one.")],

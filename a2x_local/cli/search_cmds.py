@@ -22,7 +22,7 @@ from a2x_local.cli.options import (
 from a2x_local.cli.output import console, err_console, print_json, progress_bars, shown, want_progress
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchRequest, make_method
+from a2x_local.search import SearchAnswer, SearchCost, SearchRequest, make_method
 
 
 def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
@@ -30,9 +30,7 @@ def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
         "query": answer.query,
         "hits": [{"rank": rank, "id": hit.service_id, "name": names.get(hit.service_id), "score": hit.score,
                   "path": hit.path} for rank, hit in enumerate(answer.hits, start=1)],
-        "ranked": answer.ranked, "prompt_tokens": answer.prompt_tokens,
-        "completion_tokens": answer.completion_tokens, "calls": answer.calls, "rounds": answer.rounds,
-        "candidates_shown": answer.candidates_shown, "capped": answer.capped, "seconds": round(answer.seconds, 6),
+        "ranked": answer.ranked, **answer.cost_values(SearchCost), "seconds": round(answer.seconds, 6),
         "error": answer.error,
         **({"trace": answer.trace} if answer.trace is not None else {}),
     }

@@ -17,7 +17,7 @@ from typing import Any
 
 from a2x_local.compose.types import Step
 from a2x_local.errors import InputError, UserError
-from a2x_local.evaluation import JsonFile, read_json_file
+from a2x_local.jsonfiles import JsonFile, JsonLimits, read_json_file
 
 STEPS_HINT = 'expected {"steps": [{"task": "...", "depends_on": []}, ...]}, or a list of {"query", "steps"}'
 
@@ -97,10 +97,11 @@ def _content(found: JsonFile) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def load_steps_file(path: Path | str) -> StepsBook:
-    """The decompositions of a steps file, every entry checked before any is used."""
+def load_steps_file(path: Path | str, limits: JsonLimits | None = None) -> StepsBook:
+    """The decompositions of a steps file, every entry checked before any is used (a file over ``limits`` is
+    refused: default, the packaged `[registry]` limits)."""
     path = Path(path)
-    found = read_json_file(path, what="steps", hint=STEPS_HINT)
+    found = read_json_file(path, what="steps", hint=STEPS_HINT, limits=limits)
     data = _content(found)
     if isinstance(data, dict) and "steps" in data and "query" not in data:
         return StepsBook(path, parse_steps(path, "0", data["steps"]), {})

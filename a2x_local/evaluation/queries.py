@@ -6,12 +6,12 @@ a method that decomposes (compose) are then scored on step count and per-step re
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2x_local.errors import InputError, UserError
+from a2x_local.errors import InputError
+from a2x_local.jsonfiles import JsonLimits, json_lines, read_json_file, read_text
 
 
 @dataclass(frozen=True)
@@ -31,70 +31,13 @@ STEPS_EXAMPLE = 'for example: "steps": [{"task": "check seats", "correct_tools":
 TEXTS_HINT = 'write one query per line (.txt), or a JSON list of strings or of {"query": "..."} objects'
 
 
-@dataclass(frozen=True)
-class JsonFile:
-    """A JSON or JSON Lines file as read: its text, and either its one JSON ``value`` or each line's value."""
-
-    text: str
-    value: Any = None
-    lines: list[tuple[str, Any]] | None = None   # JSON Lines: ("line N", value) for each non-empty line
-
-    def entries(self) -> list[tuple[str, Any]]:
-        """Each entry with its name for errors: a line ("line N"), a list item (its index), or the one value ("0")."""
-        if self.lines is not None:
-            return self.lines
-        if isinstance(self.value, list):
-            return [(str(index), entry) for index, entry in enumerate(self.value)]
-        return [("0", self.value)]
-
-
-def read_json_file(path: Path, *, what: str, hint: str) -> JsonFile:
-    """The file as JSON, or as JSON Lines (a .jsonl name, or JSON that fails and starts with "{"), so query, steps and
-    other input files accept the same two formats and fail alike; ``what`` names the file in "not found"."""
-    text = _read_text(path, what)
-    if not text.strip():
-        raise InputError(str(path), "the file is empty", hint=hint)
-    if path.suffix.lower() == ".jsonl":
-        return JsonFile(text, lines=_jsonl_entries(path, text))
-    try:
-        return JsonFile(text, value=json.loads(text))
-    except json.JSONDecodeError as exc:
-        if not text.lstrip().startswith("{"):
-            raise InputError(str(path), f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}",
-                             hint=hint) from exc
-    return JsonFile(text, lines=_jsonl_entries(path, text))
-
-
-def _read_text(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise UserError(f"{path}: {what} file not found", hint="check the path") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}",
-                         hint="check the file's permissions, and that it is UTF-8 text") from exc
-
-
-def _jsonl_entries(path: Path, text: str) -> list[tuple[str, Any]]:
-    entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entries.append((f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), f"line {number} is not valid JSON: {exc.msg}",
-                             hint="a JSONL file holds one JSON object per line") from exc
-    return entries
-
-
-def _entries(path: Path) -> list[tuple[str, Any]]:
+def _entries(path: Path, limits: JsonLimits | None) -> list[tuple[str, Any]]:
     """The query entries: a JSON list, JSON Lines, or a one-line JSON object (JSON Lines of one query)."""
-    found = read_json_file(path, what="query", hint=QUERIES_HINT)
+    found = read_json_file(path, what="query", hint=QUERIES_HINT, limits=limits)
     if found.lines is not None or isinstance(found.value, list):
         return found.entries()
     if isinstance(found.value, dict) and "\n" not in found.text.strip():
-        return _jsonl_entries(path, found.text)
+        return json_lines(found.text, str(path), limits)
     raise InputError(str(path), f"expected a JSON list of queries, found {type(found.value).__name__}",
                      hint="wrap the queries in [...], or write one query object per line (JSONL)")
 
@@ -158,10 +101,11 @@ def _reference_steps(path: Path, where: str, steps: Any) -> tuple[tuple[str, ...
     return tuple(found)
 
 
-def load_queries(path: Path | str) -> list[Query]:
-    """Every query of a file, checked; a bad entry raises an InputError naming the entry and the field."""
+def load_queries(path: Path | str, limits: JsonLimits | None = None) -> list[Query]:
+    """Every query of a file, checked; a bad entry raises an InputError naming the entry and the field. A file over
+    ``limits`` (default: the packaged `[registry]` limits) is refused."""
     path = Path(path)
-    entries = _entries(path)
+    entries = _entries(path, limits)
     if not isinstance(entries, list) or not entries:
         raise InputError(str(path), "the file holds no queries", hint=QUERIES_HINT)
     queries, seen = [], {}
@@ -175,21 +119,18 @@ def load_queries(path: Path | str) -> list[Query]:
     return queries
 
 
-def load_query_texts(path: Path | str) -> list[str]:
+def load_query_texts(path: Path | str, limits: JsonLimits | None = None) -> list[str]:
     """Queries to search (not to score): a text file with one query per line, or JSON/JSONL whose entries are
     strings or objects with a ``query`` field (a benchmark file works as it is)."""
     path = Path(path)
     if path.suffix.lower() in {".txt", ".text", ""}:
-        try:
-            lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-        except FileNotFoundError as exc:
-            raise UserError(f"{path}: query file not found", hint="check the path") from exc
+        lines = [line.strip() for line in read_text(path, limits, what="query", empty_ok=True).splitlines()]
         texts = [line for line in lines if line]
         if not texts:
             raise InputError(str(path), "the file holds no queries", hint=TEXTS_HINT)
         return texts
     texts = []
-    for position, entry in _entries(path):
+    for position, entry in _entries(path, limits):
         if isinstance(entry, dict):
             entry = entry.get("query")
         if not isinstance(entry, str) or not entry.strip():

@@ -20,17 +20,17 @@ from typing import Any
 
 from a2x_local.db import connect
 from a2x_local.errors import A2XError
-from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.config import LifecycleConfig
 from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.gate import run_gate
 from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyLock
 from a2x_local.lifecycle.report import write_report
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.lifecycle.update import run_update
-from a2x_local.llm import AnswerCache, Engine, cache_config
+from a2x_local.llm import AnswerCache, CacheConfig, Engine
 from a2x_local.registry import Limits, Registry, RegistryConfig, sync
 from a2x_local.settings import Settings
-from a2x_local.taxonomy import activate, active_build_id, build_config, get_build, load_tree, run_build
+from a2x_local.taxonomy import activate, active_build_id, get_build, load_tree, run_build
 
 EXIT_OK, EXIT_FAILED, EXIT_GATE_REFUSED = 0, 1, 3
 EXIT_CODES = {EXIT_OK: "a new tree was activated, or nothing changed", EXIT_FAILED: "the job failed (see the report's"
@@ -65,7 +65,7 @@ class NightlyOutcome:
 def report_path(settings: Settings, request: NightlyRequest, started: datetime) -> Path:
     if request.report is not None:
         return Path(request.report)
-    folder = Path(lifecycle_config(settings).report_dir).expanduser()
+    folder = Path(LifecycleConfig.from_settings(settings).report_dir).expanduser()
     if not folder.is_absolute():
         folder = settings.home / folder
     return folder / f"nightly-{started:%Y%m%d-%H%M%S}.json"
@@ -122,7 +122,7 @@ def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int
 
 def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, report: dict[str, Any], path: Path,
          observer: Any) -> int:
-    config = lifecycle_config(settings, max_drop=request.max_drop, keep_trees=request.keep)
+    config = LifecycleConfig.from_settings(settings, max_drop=request.max_drop, keep_trees=request.keep)
     registry_config = RegistryConfig.from_settings(settings)
     db, timeout = settings.db_path, settings.lock_timeout_s
     with connect(db, lock_timeout_s=timeout) as con:
@@ -157,9 +157,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
         if candidate is None:
             action = report["action"] = "none"
     elif action == "build":
-        built = run_build(db, build_config(settings), engines.get, model=request.model, observer=observer,
-                          close_engine=False, lock_timeout_s=timeout,
-                          checkpoint_wait_s=registry_config.checkpoint_wait_s, activate=False)
+        built = run_build(settings, engines.get, model=request.model, observer=observer, close_engine=False,
+                          activate=False)
         candidate = built.build_id
         report["build"] = {"id": built.build_id, "tree": built.report["tree"], "usage": built.report["usage"],
                            "engine_rounds": built.report["engine_rounds"], "notes": built.notes}
@@ -192,5 +191,5 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
         report["retention"] = apply_retention(con, config.keep_trees)
         report["active_after"] = active_build_id(con)
     cache = AnswerCache(db, lock_timeout_s=timeout)
-    report["cache"] = {"expired": cache.prune(cache_config(settings).keep_days), "entries": cache.size()}
+    report["cache"] = {"expired": cache.prune(CacheConfig.from_settings(settings).keep_days), "entries": cache.size()}
     return code

@@ -3,7 +3,7 @@ model aliases and checks, and the embedding models. Everything else in this pack
 
 from a2x_local.llm.accounting import Usage
 from a2x_local.llm.base import Engine
-from a2x_local.llm.cache import AnswerCache, cache_config, with_answer_cache
+from a2x_local.llm.cache import AnswerCache, CacheConfig, with_answer_cache
 from a2x_local.llm.config import ENGINE_NAMES, EngineName
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
 from a2x_local.llm.embedding import (
@@ -31,6 +31,7 @@ __all__ = [
     "ENGINE_OPTION_NAMES",
     "STRUCTURED_BACKENDS",
     "AnswerCache",
+    "CacheConfig",
     "Constraint",
     "EmbeddingAlias",
     "EmbeddingModel",
@@ -47,7 +48,6 @@ __all__ = [
     "alias_path",
     "as_data",
     "build_tiny_model",
-    "cache_config",
     "check_ref",
     "clip",
     "engine_settings",

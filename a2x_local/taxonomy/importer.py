@@ -15,12 +15,12 @@ code (``root/1/2``), as for built trees.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
+from a2x_local.jsonfiles import JsonLimits, read_json
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
 from a2x_local.taxonomy.official import CLASS_FILE, TAXONOMY_FILE, from_official, is_official
@@ -34,28 +34,9 @@ TREE_HINT = ("fix the tree file; docs/build.md (Imported trees) describes the fo
              " writes one to compare with")
 
 
-def read_json(path: Path) -> Any:
-    """The parsed JSON of one file (a clear error for a missing, unreadable or malformed file)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found", hint="check the path: a tree JSON file, or the published A2X"
-                         f" implementation's folder (with {TAXONOMY_FILE} and {CLASS_FILE})") from None
-    except IsADirectoryError:
-        raise InputError(str(path), f"a folder without {TAXONOMY_FILE}",
-                         hint=f"give a tree JSON file, or a folder holding {TAXONOMY_FILE} and {CLASS_FILE}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}",
-                         hint="check the file's permissions, and that it is UTF-8 text") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
-                         hint="fix the JSON there (an editor or `python -m json.tool FILE` shows the place)") from None
-
-
-def read_tree_file(path: Path) -> Any:
-    """The parsed tree of an import path (a clear error for a missing or malformed file).
+def read_tree_file(path: Path, limits: JsonLimits | None = None) -> Any:
+    """The parsed tree of an import path (a clear error for a missing or malformed file, or one over ``limits``:
+    default, the packaged `[registry]` limits; a tree may nest as deep as its MAX_DEPTH levels need).
 
     A folder, or a ``taxonomy.json`` of the published implementation, is read with the ``class.json`` beside it
     and converted to the nested exchange form, its warnings carried along under ``"warnings"``.
@@ -63,14 +44,17 @@ def read_tree_file(path: Path) -> Any:
     path = Path(path)
     if path.is_dir():
         path = path / TAXONOMY_FILE
-    data = read_json(path)
+    # Each tree level nests two JSON levels (a node, its children's list), below a wrapper and a node's lists.
+    limits = (limits or JsonLimits.defaults()).allowing_depth(2 * MAX_DEPTH + 4)
+    data = read_json(path, limits)
     if not is_official(data):
         return data
     class_path = path.parent / CLASS_FILE
     if not class_path.is_file():
         raise InputError(str(path), f"a tree of the A2X-registry format needs its {CLASS_FILE} beside it"
-                         f" ({class_path} not found): it holds the categories' names and descriptions", hint=TREE_HINT)
-    root, warnings = from_official(data, read_json(class_path), source=str(path), class_source=str(class_path))
+                         f" ({class_path} not found): it holds the categories' names and descriptions",
+                         hint=TREE_HINT)
+    root, warnings = from_official(data, read_json(class_path, limits), source=str(path), class_source=str(class_path))
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root, "imported_from": "a2x-registry",
             "warnings": warnings}
 

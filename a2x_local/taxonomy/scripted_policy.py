@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from a2x_local.llm import Request
 from a2x_local.registry import Service
-from a2x_local.taxonomy.keywords import _stemmer
+from a2x_local.taxonomy.build.keywords import _stemmer
 
 _STOP_TEXT = """
 a an and any are as at be by can for from get gets given has have in into is it its of on or that the this to

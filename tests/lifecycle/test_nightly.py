@@ -163,11 +163,11 @@ def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home,
     config.write_text(config.read_text(encoding="utf-8") + "[registry]\ncheckpoint_wait_s = 7\n", encoding="utf-8")
     seen = {}
 
-    def build(*args, **kwargs):
-        seen.update(kwargs)
+    def execute(*args, **kwargs):    # run_build reads the waits from the settings it is given
+        seen["checkpoint_wait_s"] = kwargs["waits"].checkpoint
         raise UserError("stop here")
 
-    monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+    monkeypatch.setattr("a2x_local.taxonomy.build.runner._execute", execute)
     export = write_export(tmp_path / "export.json", services(BASE, 1))
     result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
     assert result.code == 1 and "stop here" in result.err

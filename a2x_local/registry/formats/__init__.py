@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError, UserError
+from a2x_local.jsonfiles import read_json
 from a2x_local.registry.formats import a2a_card, mcp_server, mcp_tools, service_list, skills, tabular
-from a2x_local.registry.formats._common import FORMAT_HINT, Limits, load_json
+from a2x_local.registry.formats._common import FORMAT_HINT, Limits
 from a2x_local.registry.formats._walk import SERVICE_FILE_SUFFIXES, SKILL_FILE, check_name, walk_files
 from a2x_local.registry.types import Service
 
@@ -41,7 +42,7 @@ def detect_file(path: Path, data: Any = None, limits: Limits | None = None) -> s
         return "jsonl"
     if path.suffix.lower() == ".csv":
         return "csv"
-    data = load_json(path, limits or Limits.defaults()) if data is None else data
+    data = read_json(path, limits or Limits.defaults()) if data is None else data
     for module in _JSON_FORMATS:
         if module.matches(data):
             return module.NAME
@@ -62,7 +63,7 @@ def _parse_file(path: Path, fmt: str, limits: Limits, server: str | None) -> tup
         return fmt, tabular.parse_jsonl(path, limits)
     if fmt == "csv":
         return fmt, tabular.parse_csv(path, limits)
-    data = load_json(path, limits)
+    data = read_json(path, limits)
     if fmt == "auto":
         fmt = detect_file(path, data, limits)
     module = {m.NAME: m for m in _JSON_FORMATS}[fmt]

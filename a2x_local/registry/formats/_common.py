@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
+from a2x_local.jsonfiles import JsonLimits, check_depth
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.types import SERVICE_TYPES, Service, canonical_json
 
@@ -20,14 +20,13 @@ ENTRY_HINT = "fix that entry and ingest again (nothing was written); docs/regist
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Size limits on what a service and an input file may carry (from the [registry] config section)."""
+class Limits(JsonLimits):
+    """Size limits on what a service and an input file may carry (from the [registry] config section); the file's
+    size and nesting are the core JSON reader's limits."""
 
     max_description_chars: int
     max_name_chars: int
     max_metadata_bytes: int
-    max_file_bytes: int
-    max_json_depth: int
 
     @classmethod
     def from_config(cls, config: RegistryConfig) -> Limits:
@@ -38,76 +37,6 @@ class Limits:
     @classmethod
     def defaults(cls) -> Limits:
         return cls.from_config(RegistryConfig.defaults())
-
-
-def read_text(path: Path, limits: Limits) -> str:
-    """The file's text: must be readable, non-empty UTF-8 (a BOM is accepted) and within the size limit."""
-    shown = str(path)
-    try:
-        size = path.stat().st_size
-        if size > limits.max_file_bytes:
-            raise InputError(shown, f"is {size:,} bytes, over the limit of {limits.max_file_bytes:,}",
-                             hint="split it, or raise [registry] max_file_bytes to accept it")
-        data = path.read_bytes()
-    except IsADirectoryError as exc:
-        raise InputError(shown, "is a folder where a file was expected",
-                         hint="give a file's path (folders are read file by file under --format auto)") from exc
-    except FileNotFoundError as exc:
-        raise InputError(shown, "file not found" if not path.is_symlink() else "is a broken symbolic link",
-                         hint="check the path") from exc
-    except OSError as exc:
-        raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
-                         hint="check the file's permissions") from exc
-    if not data.strip():
-        raise InputError(shown, "file is empty", hint="give a file that lists services (docs/registry.md)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(shown, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                                f"(line {line})", hint="convert the file to UTF-8") from exc
-
-
-def parse_json(text: str, limits: Limits, file: str, entry: str | None = None, field: str | None = None) -> Any:
-    """JSON text to Python values, refusing nesting deeper than the limit (the decoder itself recurses)."""
-    try:
-        value = json.loads(text)
-    except RecursionError as exc:
-        raise InputError(file, f"{_TOO_DEEP} (Python's JSON decoder gave up)", entry=entry, field=field,
-                         hint=_DEPTH_HINT) from exc
-    except json.JSONDecodeError as exc:
-        where = f" at line {exc.lineno}, column {exc.colno}" if entry is None else f" at column {exc.colno}"
-        raise InputError(file, f"malformed JSON: {exc.msg}{where}", entry=entry, field=field,
-                         hint="fix the JSON at that place (`python -m json.tool FILE` shows it too)") from exc
-    check_depth(value, limits.max_json_depth, file, entry=entry, field=field)
-    return value
-
-
-def load_json(path: Path, limits: Limits) -> Any:
-    """Parse a JSON file, reporting syntax errors with line and column."""
-    return parse_json(read_text(path, limits), limits, str(path))
-
-
-_TOO_DEEP = "is nested too deeply"
-_DEPTH_HINT = "flatten it, or raise [registry] max_json_depth to accept it"
-
-
-def check_depth(value: Any, limit: int, file: str, *, entry: str | None = None, field: str | None = None) -> None:
-    """Refuse arrays and objects nested deeper than ``limit``, naming where (iterative: no recursion to exhaust)."""
-    stack: list[tuple[Any, int, tuple[str, ...]]] = [(value, 1, ())]
-    while stack:
-        node, depth, where = stack.pop()
-        if isinstance(node, dict):
-            children: Any = ((f".{key}", child) for key, child in node.items())
-        elif isinstance(node, list):
-            children = ((f"[{k}]", child) for k, child in enumerate(node))
-        else:
-            continue
-        if depth > limit:
-            shown = "$" + "".join(where[:8]) + ("…" if len(where) > 8 else "")
-            raise InputError(file, f"{_TOO_DEEP}: more than {limit} levels of arrays and objects at {shown}",
-                             entry=entry, field=field, hint=_DEPTH_HINT)
-        stack.extend((child, depth + 1, (*where, step)) for step, child in children)
 
 
 # C0 controls, DEL and C1 controls: they would reach an operator's terminal as escape sequences (ESC [2J clears it).

@@ -8,7 +8,8 @@ from typing import Any
 import yaml
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, check_depth, read_text
+from a2x_local.jsonfiles import check_depth, read_text
+from a2x_local.registry.formats._common import EntryReader, Limits
 from a2x_local.registry.types import Service
 
 NAME = "skills"

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, parse_json, read_text
+from a2x_local.jsonfiles import parse_json, read_text
+from a2x_local.registry.formats._common import EntryReader, Limits
 from a2x_local.registry.types import Service
 
 REQUIRED_COLUMNS = ("id", "name", "description")

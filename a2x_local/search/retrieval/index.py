@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from a2x_local.errors import UserError
+from a2x_local.errors import InputError, UserError
 from a2x_local.hashing import stable_hash
+from a2x_local.jsonfiles import read_json
 
 T = TypeVar("T")
 META = "meta.json"
@@ -133,8 +134,8 @@ class IndexStore:
         if not (folder / META).is_file():
             return False
         try:
-            stored = json.loads((folder / IDS).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stored = read_json(folder / IDS)
+        except InputError:
             return False
         return stored == ids
 
