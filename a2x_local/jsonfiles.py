@@ -23,6 +23,7 @@ _SIZE_HINT = "split it, or raise [registry] max_file_bytes to accept it"
 _DEPTH_HINT = "flatten it, or raise [registry] max_json_depth to accept it"
 _TOO_DEEP = "is nested too deeply"
 JSONL_HINT = "a JSONL file holds one JSON object per line"
+_SYNTAX_HINT = "fix the JSON at that place (`python -m json.tool FILE` shows it too)"
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def read_text(path: Path, limits: JsonLimits | None = None, *, what: str = "", e
         raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
                          hint="check the file's permissions") from exc
     if not data.strip() and not empty_ok:
-        raise InputError(shown, "the file is empty", hint=hint)
+        raise InputError(shown, "the file is empty", hint=hint or "give a file with content (docs/registry.md)")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -106,7 +107,7 @@ def parse_json(text: str, limits: JsonLimits | None, file: str, entry: str | Non
                                    f"{exc.msg}", hint=hint or JSONL_HINT) from exc
         where = f"line {exc.lineno}, column {exc.colno}" if entry is None else f"column {exc.colno}"
         raise InputError(file, f"not valid JSON (malformed JSON at {where}): {exc.msg}", entry=entry, field=field,
-                         hint=hint) from exc
+                         hint=hint or _SYNTAX_HINT) from exc
     check_depth(value, limits.max_json_depth, file, entry=entry if line is None else f"line {line}", field=field)
     return value
 
