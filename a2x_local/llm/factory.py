@@ -6,6 +6,8 @@ recommendations (its `[models.NAME]` table), then the options (command-line flag
 
 from __future__ import annotations
 
+import os
+from functools import partial
 from typing import Any
 
 from a2x_local.errors import UserError
@@ -43,6 +45,8 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
     incomplete model folders raise `UserError` before anything loads; a missing engine library names its extra.
     """
     ref, config = engine_settings(settings, options, **extra)
+    if config.replicas > 1 or config.ray_address:
+        return _replicated(settings, options or EngineOptions(), ref, config, extra)
     if config.name == "openai":
         from a2x_local.llm.openai_engine import OpenAIEngine
 
@@ -58,6 +62,34 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
     from a2x_local.llm.vllm_engine import VllmEngine
 
     return VllmEngine.shared(ref.path, config, model_label=ref.label)
+
+
+def _replicated(settings: Settings, options: EngineOptions, ref: ModelRef, config: EngineConfig,
+                extra: dict[str, Any]) -> Engine:
+    """The engine as `config.replicas` Ray actors, each running what ``make_engine`` gives for one replica."""
+    if config.name == "openai":
+        raise UserError("--replicas and --ray-address spread rounds over local engines; the openai engine sends them"
+                        " to a server, which batches them itself",
+                        hint="run several model servers behind one URL instead, or use --engine vllm with --replicas")
+    _preflight(ref, config)
+    from a2x_local.llm.replicas import ReplicaEngine
+
+    one = options.model_copy(update={"replicas": 1, "ray_address": ""})
+    inner = dict(extra)
+    if config.tensor_parallel_size > 1 and config.distributed_executor_backend == "auto":
+        inner["distributed_executor_backend"] = "mp"    # vLLM's advice for an engine inside a Ray actor
+    return ReplicaEngine(partial(make_engine, settings, one, **inner), config.replicas, ray_config=config.ray,
+                         ray_address=config.ray_address, gpus=float(config.tensor_parallel_size),
+                         round_chunk=config.round_chunk, environment=_replica_environment())
+
+
+def _replica_environment() -> dict[str, str]:
+    """What each replica's process should see besides the cluster's environment: the offline switches, and on a
+    CPU vLLM threads that do not pin the cores other replicas use."""
+    keep = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "A2X_HOME", "A2X_MODELS_DIR", "A2X_CONFIG")
+    environment = {key: os.environ[key] for key in keep if key in os.environ}
+    environment.setdefault("VLLM_CPU_OMP_THREADS_BIND", os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"))
+    return environment
 
 
 def check_ref(ref: ModelRef, config: EngineConfig, *, load_tokenizer: bool = True) -> ModelCheck:
