@@ -24,6 +24,7 @@ from a2x_local.registry import (
     ingest,
     sync,
 )
+from a2x_local.search import dense_index_choice
 
 services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
 app.add_typer(services_app, name="services")
@@ -139,8 +140,9 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
     settings = settings_for(ctx, db)
     with open_registry_db(settings, mode="read") as con:
         stats = Registry(con).stats()
+    index = dense_index_choice(settings, stats.services)
     if json_output:
-        print_json(stats.to_dict() | {"db": str(settings.db_path)})
+        print_json(stats.to_dict() | {"db": str(settings.db_path), "dense_index": index})
         return
     console.print(f"[bold]{settings.db_path}[/bold]: {stats.services:,} services, {stats.ingest_runs} ingest runs")
     if not stats.services:
@@ -159,6 +161,9 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
     lengths = stats.description_chars
     console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
     console.print(f"fingerprint: {stats.fingerprint}")
+    params = ", ".join(f"{k} {v:,}" for k, v in index.items() if k not in ("index", "reason"))
+    console.print(f"dense index: {index['index']}{f' ({params})' if params else ''}: {index['reason']}"
+                  " (\\[retrieval] dense_index, approximate_above)")
 
 
 @services_app.command("list")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from a2x_local.llm.accounting import Usage

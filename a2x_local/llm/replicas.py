@@ -19,7 +19,6 @@ replicas are asked for (the `[distributed]` extra).
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -89,10 +88,11 @@ class ReplicaHost:
 
 
 def slices(count: int, parts: int) -> list[range]:
-    """``count`` items cut into at most ``parts`` contiguous, near-equal ranges (none empty)."""
+    """``count`` items cut into ``min(count, parts)`` contiguous ranges whose sizes differ by at most one."""
     parts = max(1, min(parts, count))
-    size = math.ceil(count / parts) if count else 0
-    return [range(start, min(start + size, count)) for start in range(0, count, size)] if count else []
+    size, extra = divmod(count, parts)
+    bounds = [k * size + min(k, extra) for k in range(parts + 1)]
+    return [range(bounds[k], bounds[k + 1]) for k in range(parts)] if count else []
 
 
 class ReplicaEngine(Engine):

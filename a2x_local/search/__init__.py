@@ -14,7 +14,7 @@ from a2x_local.search.methods import (
     parse_option_pairs,
     register_method,
 )
-from a2x_local.search.retrieval.indexing import build_indexes
+from a2x_local.search.retrieval.indexing import build_indexes, dense_index_choice
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import (
     MODES,
@@ -41,6 +41,7 @@ __all__ = [
     "check_mode",
     "check_queries",
     "clear_fusion",
+    "dense_index_choice",
     "descend_tree",
     "make_method",
     "make_retriever",

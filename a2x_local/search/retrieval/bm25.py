@@ -110,7 +110,9 @@ class Bm25Index:
     def load(cls, folder: Path, ids: list[str], config: RetrievalConfig) -> Bm25Index:
         import bm25s
 
-        retriever = bm25s.BM25.load(str(folder / cls.FOLDER), show_progress=False)
+        # Memory-mapped: a query reads the score columns of its own words, so a million-service index costs the
+        # pages queries touch, not the whole matrix.
+        retriever = bm25s.BM25.load(str(folder / cls.FOLDER), mmap=True, show_progress=False)
         if retriever.scores["num_docs"] != len(ids):
             raise UserError(f"{folder}: BM25 index holds {retriever.scores['num_docs']} documents"
                             f" for {len(ids)} services", hint="run `a2x-local index --force` to rebuild it")

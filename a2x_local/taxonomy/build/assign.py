@@ -22,9 +22,9 @@ from a2x_local.taxonomy.build.calls import (
     numbered,
     service_line,
 )
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.schemas import lines_budget, lines_regex, parse_lines, parse_positions, positions_item
 from a2x_local.taxonomy.build.state import DONE, REFINE, BuildState, Draft, NodeWork
+from a2x_local.taxonomy.config import BuildConfig
 
 ASSIGN, ASSIGN_ONE, ASSIGN_NEW = "assign", "assign_one", "assign_new"
 

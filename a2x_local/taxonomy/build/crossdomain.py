@@ -7,12 +7,11 @@ each one (only that domain's leaves are offered, with a confidence that must rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 from a2x_local.llm import Engine, RegexConstraint, Request, Result, clip
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.calls import Planned, fitted_request, fitting_chunks, numbered, service_line
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.schemas import (
     lines_budget,
     lines_regex,
@@ -23,6 +22,7 @@ from a2x_local.taxonomy.build.schemas import (
     positions_item,
 )
 from a2x_local.taxonomy.build.state import BuildState
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree, TreeNode
 
 
