@@ -43,10 +43,17 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
 
     The vllm engine is shared: asking again for the same model and settings returns the running one. Missing or
     incomplete model folders raise `UserError` before anything loads; a missing engine library names its extra.
+    With `replicas` > 1 or a `ray_address`, the engine is that many copies on Ray actors (`ReplicaEngine`).
     """
     ref, config = engine_settings(settings, options, **extra)
     if config.replicas > 1 or config.ray_address:
         return _replicated(settings, options or EngineOptions(), ref, config, extra)
+    engine = _single(ref, config)
+    engine.round_chunk = config.round_chunk
+    return engine
+
+
+def _single(ref: ModelRef, config: EngineConfig) -> Engine:
     if config.name == "openai":
         from a2x_local.llm.openai_engine import OpenAIEngine
 

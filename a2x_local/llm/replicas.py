@@ -103,7 +103,7 @@ class ReplicaEngine(Engine):
     """
 
     def __init__(self, factory: EngineFactory, replicas: int, *, ray_config: RayConfig, ray_address: str = "",
-                 gpus: float = 0.0, round_chunk: int = 4096, environment: dict[str, str] | None = None) -> None:
+                 gpus: float = 0.0, round_chunk: int | None = None, environment: dict[str, str] | None = None) -> None:
         super().__init__()
         self.replicas = replicas
         self.ray_address = ray_address
@@ -124,7 +124,7 @@ class ReplicaEngine(Engine):
         self._counter = profile["counter"]
         if profile["config"] is not None:
             self.config = profile["config"]   # what the answer cache reads of an engine (chat template arguments)
-        self.round_chunk = round_chunk * replicas
+        self.round_chunk = (round_chunk or Engine.round_chunk) * replicas
 
     # -- starting ----------------------------------------------------------------------------------------------
 

@@ -74,6 +74,10 @@ class Embedder:
         return np.concatenate(parts) if parts else np.zeros((0, self.dimension), np.float32)
 
 
+# Product quantization trains 256 centroids per sub-vector: fewer vectors than this cannot train it well.
+IVFPQ_MIN_SERVICES = 10000
+
+
 @dataclass(frozen=True)
 class IndexChoice:
     """Which FAISS index a registry of ``services`` vectors gets, with its parameters and why."""
@@ -109,6 +113,9 @@ def choose_index(services: int, config: RetrievalConfig, dimension: int | None =
         kind, reason = "flat", f"auto: {services:,} services <= approximate_above {config.approximate_above:,}"
     if kind == "hnsw":
         return IndexChoice("hnsw", reason, {"m": config.hnsw_m, "ef_construction": config.hnsw_ef_construction})
+    if kind == "ivfpq" and services < IVFPQ_MIN_SERVICES:
+        return IndexChoice("flat", f"{reason}; exact all the same: IVF-PQ needs at least {IVFPQ_MIN_SERVICES:,}"
+                                   " vectors to train its codebooks")
     if kind == "ivfpq":
         lists = config.ivf_lists or ivf_lists(services)
         pq = config.pq_bytes
@@ -226,6 +233,7 @@ def _ivfpq(vectors: np.ndarray, params: dict[str, int]) -> object:
     quantizer = faiss.IndexFlatIP(dimension)
     ivf = faiss.IndexIVFPQ(quantizer, dimension, lists, params["pq_bytes"], 8, faiss.METRIC_INNER_PRODUCT)
     ivf.cp.niter = 10               # k-means iterations: the lists only route; the re-scoring sets the order
+    ivf.pq.cp.niter = 10            # the codes only pick candidates: coarse codebooks are enough
     refine = faiss.IndexRefine(ivf, faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_8bit,
                                                                 faiss.METRIC_INNER_PRODUCT))
     refine.own_fields = True
