@@ -301,7 +301,10 @@ def stage_hybrid(args: argparse.Namespace) -> dict:
     load_s = time.perf_counter() - started
     method.search_batch([SearchRequest("warm up", k=10)])
     times = _timed(lambda q: method.search_batch([SearchRequest(q, k=10)]), _queries(args, args.queries))
-    return {"hybrid_load_s": round(load_s, 2), "hybrid_p50_ms": round(1000 * percentile(times, 50), 2),
+    folder = args.db.with_name(args.db.name + ".indexes")
+    indexes_mb = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
+    return {"indexes_mb": round(indexes_mb, 1), "hybrid_load_s": round(load_s, 2),
+            "hybrid_p50_ms": round(1000 * percentile(times, 50), 2),
             "hybrid_p90_ms": round(1000 * percentile(times, 90), 2), "hybrid_rss_mb": peak_rss_mb()}
 
 
@@ -349,6 +352,9 @@ def stage_serve(args: argparse.Namespace) -> dict:
 
 
 def stage_build(args: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(args.threads)       # the keyword merge embeds the vocabulary
     from a2x_local.db import connect
     from a2x_local.llm.cache import AnswerCache, CachedEngine
     from a2x_local.llm.scripted import ScriptedEngine
@@ -461,12 +467,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="registry sizes, comma-separated")
     parser.add_argument("--build-sizes", default="10000,100000", help="sizes that also get a scripted build")
     parser.add_argument("--queries", type=int, default=200, help="queries timed per index")
-    parser.add_argument("--threads", type=int, default=2, help="torch / FAISS threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch / FAISS threads (1: on a shared machine a second thread waits on the others)")
     parser.add_argument("--vectors", choices=("mixed", "uniform"), default="mixed")
     parser.add_argument("--noise", type=float, default=0.5, help="noise added to the mixed vectors (norm)")
     parser.add_argument("--chinese-share", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--no-serve", action="store_true", help="skip the serve start-up measurement")
+    parser.add_argument("--skip", default="", help="stages to leave out, comma-separated: bm25,dense,hybrid,serve")
     parser.add_argument("--serve-wait-s", type=float, default=900)
     parser.add_argument("--plot", default=str(ROOT / "docs" / "scale_curves.png"), help="'' for no plot")
     parser.add_argument("--work", type=Path, default=None, help="working folder (default: a temporary one)")
@@ -498,10 +505,12 @@ def main() -> None:
                             "source_mb": round(source.stat().st_size / 2**20, 1)}
             result |= run_stage("ingest", args, db=db, source=source)
             source.unlink()
+            skip = set(args.skip.split(","))
             for stage in ("bm25", "dense", "hybrid"):
-                result |= run_stage(stage, args, db=db)
-                load.append(os.getloadavg()[0])
-            if not args.no_serve:
+                if stage not in skip:
+                    result |= run_stage(stage, args, db=db)
+                    load.append(os.getloadavg()[0])
+            if "serve" not in skip:
                 result |= run_stage("serve", args, db=db, serve_wait_s=args.serve_wait_s)
             if size in build_sizes:
                 result |= run_stage("build", args, db=db)
