@@ -46,6 +46,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 POOLS = {"en": [ROOT / "data" / "toolret" / "services.json", ROOT / "data" / "publicmcp" / "services.json"],
          "zh": [ROOT / "data" / "toolret_zh" / "services.json"]}
 QUERY_FILES = [ROOT / "data" / "toolret" / "queries_dev.json", ROOT / "data" / "toolret_zh" / "queries_dev.json"]
+FILE_SERVICES = 200_000
 TYPES = ("generic", "mcp_tool", "mcp_server", "a2a", "skill")
 TARGETS = {"ingest_s": 90, "hybrid_p50_ms": 50, "serve_rss_mb": 6144, "dense_recall_at_10": 0.98,
            "build_rounds": 30, "build_rss_mb": 8192}
@@ -108,10 +109,14 @@ def synthetic_service(i: int, pool: list[dict], recipes: Recipes) -> dict:
             "description": joiner.join(parts), "metadata": metadata}
 
 
-def write_registry(path: Path, size: int, pool: list[dict], recipes: Recipes) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for i in range(size):
-            out.write(json.dumps(synthetic_service(i, pool, recipes), ensure_ascii=False) + "\n")
+def write_registry(folder: Path, size: int, pool: list[dict], recipes: Recipes) -> None:
+    """JSON Lines files of at most `FILE_SERVICES` services each (ingest reads a folder of them; one file of a
+    million services would pass `[registry] max_file_bytes`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for start in range(0, size, FILE_SERVICES):
+        with (folder / f"services-{start // FILE_SERVICES:03d}.jsonl").open("w", encoding="utf-8") as out:
+            for i in range(start, min(size, start + FILE_SERVICES)):
+                out.write(json.dumps(synthetic_service(i, pool, recipes), ensure_ascii=False) + "\n")
 
 
 def synthetic_vectors(count: int, pool_vectors, recipes: Recipes, mode: str, noise: float):
@@ -482,7 +487,11 @@ def main() -> None:
     parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.stage:
-        print(json.dumps(STAGES[args.stage](args)))
+        result = STAGES[args.stage](args)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        # CPU seconds, besides wall seconds: on a machine shared with other work, wall time grows with the load
+        # and CPU time does not (for the single-threaded stages it is what an idle core would take).
+        print(json.dumps(result | {f"{args.stage}_cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}))
         return
     sizes = sorted(int(s) for s in args.sizes.split(","))
     build_sizes = {int(s) for s in args.build_sizes.split(",") if s}
@@ -498,13 +507,13 @@ def main() -> None:
         for size in sizes:
             folder = args.work / f"n{size}"
             folder.mkdir(exist_ok=True)
-            source, db = folder / "services.jsonl", folder / "registry.duckdb"
+            source, db = folder / "services", folder / "registry.duckdb"
             began = time.perf_counter()
             write_registry(source, size, pool_rows, recipes)
             result: dict = {"services": size, "synthesis_s": round(time.perf_counter() - began, 1),
-                            "source_mb": round(source.stat().st_size / 2**20, 1)}
+                            "source_mb": round(sum(f.stat().st_size for f in source.iterdir()) / 2**20, 1)}
             result |= run_stage("ingest", args, db=db, source=source)
-            source.unlink()
+            shutil.rmtree(source)
             skip = set(args.skip.split(","))
             for stage in ("bm25", "dense", "hybrid"):
                 if stage not in skip:
