@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from a2x_local import __version__
+from a2x_local import provenance
 from a2x_local.llm import send_startup_output_to
 from a2x_local.settings import home_dir
 
@@ -26,7 +26,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"a2x-local {__version__}")
+        typer.echo(provenance.current().describe())
         raise typer.Exit()
 
 
@@ -37,7 +37,8 @@ def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show engine start-up output (vLLM, torch) "
                                           f"here instead of in $A2X_HOME/{ENGINE_LOG}.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+                                          help="Print the version and where it came from (commit, "
+                                          "offline bundle), and exit.")] = False,
 ) -> None:
     ctx.obj = {"db": db, "verbose": verbose}
     send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)
@@ -52,6 +53,8 @@ def _register() -> None:
     from a2x_local.cli import compose_cmds  # noqa: F401  (registers compose)
     # isort: split
     from a2x_local.cli import models_cmds  # noqa: F401  (registers models list|check)
+    # isort: split
+    from a2x_local.cli import delivery_cmds  # noqa: F401  (registers bundle, models pack|verify)
     # isort: split
     from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)
     # isort: split
