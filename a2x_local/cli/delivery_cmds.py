@@ -41,7 +41,8 @@ def _model_to_pack(settings: Settings, options: EngineOptions, name: str | None)
                                                                 "quantization")},
                "check": {key: value for key, value in check.to_dict().items() if key not in ("path", "target")},
                "checked_by": provenance.current().describe()}
-    return ModelToPack(ref.path, name or ref.alias or ref.path.name, ref.alias, checked)
+    # The folder's own name by default: unpacked into the models folder, it is where the alias looks.
+    return ModelToPack(ref.path, name or ref.path.name, ref.alias, checked)
 
 
 @app.command("bundle")
@@ -110,8 +111,8 @@ def pack_command(
     ctx: typer.Context,
     model: Annotated[str, typer.Argument(metavar="ALIAS|PATH", help="Model alias or folder.")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for NAME.tar and NAME.manifest.json.")],
-    name: Annotated[str | None, typer.Option("--name", help="Archive name (default: the alias, else the folder's "
-                                             "name).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Archive and folder name (default: the model folder's "
+                                             "name, which an alias's `path` expects).")] = None,
     json_output: JsonOption = False,
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:

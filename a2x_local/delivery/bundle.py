@@ -9,8 +9,9 @@
     SHA256SUMS        every file above (`sha256sum --check SHA256SUMS`)
 
 The set is what pip resolves for `a2x-local[TARGET]` under constraints.txt on this machine (which must be the
-target's platform: pip resolves for the interpreter it runs in), fetched by pip with its own configuration, hashes
-checked. The folder is assembled beside OUT and renamed at the end: a failed build leaves nothing behind.
+target's platform: pip resolves for the interpreter it runs in), fetched in the same pass by `pip download` with
+pip's own configuration (pip checks each file against the index's hash; the lock records the hashes for install).
+The folder is assembled beside OUT and renamed at the end: a failed build leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 from a2x_local.delivery.checksums import SUMS, check_sums, sha256_file, write_sums
 from a2x_local.delivery.model_pack import ModelToPack, Progress, pack_model
 from a2x_local.delivery.pins import TARGETS, Target, constraints_for, normalize, read_pins
-from a2x_local.delivery.pip import Resolved, download, resolve
+from a2x_local.delivery.pip import Resolved, fetch_resolved
 from a2x_local.delivery.project import build_project_wheel, source_commit, source_version
 from a2x_local.delivery.sbom import read_wheel, write_sbom
 from a2x_local.errors import UserError
@@ -79,6 +80,12 @@ def this_platform() -> str:
     return f"cp{sys.version_info[0]}{sys.version_info[1]}-{sys.platform}-{platform.machine()}"
 
 
+def _describe(wheel: Path) -> Resolved:
+    """A downloaded wheel as its metadata names it (the file name spells the name differently)."""
+    info = read_wheel(wheel, sha256_file(wheel))
+    return Resolved(info.name, info.version, wheel.name, info.sha256)
+
+
 def _lock_line(entry: Resolved) -> str:
     return f"{entry.name}=={entry.version} --hash=sha256:{entry.sha256}  # {entry.filename}"
 
@@ -92,7 +99,7 @@ def read_lock(path: Path) -> list[Resolved]:
         requirement, _, filename = line.partition("  # ")
         pin, _, digest = requirement.partition(" --hash=sha256:")
         name, _, version = pin.partition("==")
-        entries.append(Resolved(name, version, filename.strip(), "", digest.strip()))
+        entries.append(Resolved(name, version, filename.strip(), digest.strip()))
     return entries
 
 
@@ -192,13 +199,17 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
             kept = _reuse(request.reuse, target, wheels)
             where = f"{request.reuse}/{LOCK}"
         else:
-            step(f"resolving a2x-local[{target.extra}] under constraints.txt (pip, about a minute)")
-            resolved = resolve(f"a2x-local[{target.extra}] @ {project_wheel.resolve().as_uri()}",
-                               constraints_for(target, constraints, partial / "constraints.txt"),
-                               partial / "resolution.json", pip_args)
-            (partial / "constraints.txt").unlink()
-            (partial / "resolution.json").unlink()
+            step(f"resolving and downloading a2x-local[{target.extra}] under constraints.txt (pip, minutes)")
+            fetched = partial / "fetched"
+            fetched.mkdir()
+            fetch_resolved(f"a2x-local[{target.extra}] @ {project_wheel.resolve().as_uri()}",
+                           constraints_for(target, constraints, partial / "constraints.txt"), fetched, pip_args)
+            resolved = [_describe(path) for path in sorted(fetched.glob("*.whl"))]
             kept, left_out = _select(resolved, target, pins)
+            for entry in kept:
+                (fetched / entry.filename).replace(wheels / entry.filename)
+            shutil.rmtree(fetched)
+            (partial / "constraints.txt").unlink()
             where = "the resolution"
         _check_pins(kept, target, pins, where)
         missing = [name for name in EMBEDDING_PACKAGES if name not in {normalize(e.name) for e in kept}]
@@ -208,19 +219,13 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
         (partial / LOCK).write_text(f"# {bundle_id}: the dependency wheels install.sh installs (--no-deps "
                                     "--require-hashes)\n" + "".join(_lock_line(e) + "\n" for e in kept),
                                     encoding="utf-8")
-        timed("resolve", started)
-
-        started = time.monotonic()
-        if not request.reuse:
-            step(f"downloading {len(kept)} wheels (pip, hashes checked; its cache is used)")
-            download(partial / LOCK, wheels, pip_args)
         known = _check_wheels(kept, wheels)
-        timed("download", started)
+        timed("resolve_and_download", started)
 
         project_sha = sha256_file(project_wheel)
         project = read_wheel(project_wheel, project_sha)
         known[f"wheels/{project_wheel.name}"] = project_sha
-        (partial / PROJECT_LOCK).write_text(_lock_line(Resolved(project.name, project.version, project_wheel.name, "",
+        (partial / PROJECT_LOCK).write_text(_lock_line(Resolved(project.name, project.version, project_wheel.name,
                                                                 project_sha)) + "\n", encoding="utf-8")
 
         started = time.monotonic()
@@ -301,8 +306,8 @@ def _check_wheels(kept: list[Resolved], wheels: Path) -> dict[str, str]:
             raise UserError(f"{entry.filename}: pip did not download it", hint="run the bundle again; check pip's "
                             "configuration if it keeps failing")
         digest = sha256_file(file)
-        if entry.sha256 and digest != entry.sha256:
-            raise UserError(f"{entry.filename}: SHA-256 differs from what pip resolved", hint="run the bundle again")
+        if digest != entry.sha256:
+            raise UserError(f"{entry.filename}: SHA-256 differs from the lock", hint="build the bundle again")
         known[f"wheels/{entry.filename}"] = digest
     extra = sorted({p.name for p in wheels.iterdir()} - {e.filename for e in kept})
     if len(extra) > 1:  # the project wheel is the one file not in the lock

@@ -85,6 +85,7 @@ if [ -n "$registry" ]; then
   [ -f "$registry" ] || fail "$registry: no such registry" "give the registry file the install serves (--db)"
   backup="$registry.before-$bundle_id"
   cp -p "$registry" "$backup"
+  if [ -f "$registry.wal" ]; then cp -p "$registry.wal" "$backup.wal"; fi  # changes not yet checkpointed
   echo "install: copied $registry to $backup (to roll back: install the older bundle and copy it back)" >&2
   "$venv/bin/a2x-local" stats --db "$registry"
 fi

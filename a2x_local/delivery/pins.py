@@ -20,14 +20,15 @@ class Target:
     torch_build: str            # "cpu": torch must carry the local label +cpu; "cuda": it must not
     unpinned_constraints: tuple[str, ...]  # constraints.txt lines not applied to this target
     keep_only_pinned: bool      # drop what pip resolves beyond constraints.txt (the tested environment)
+    requirements: str           # the file of the target's direct pins, applied too (requirements-gpu.txt pins vllm)
 
 
 TARGETS: dict[str, Target] = {
     # scripts/setup removes torchvision, torchaudio, torchcodec and triton after installing (they break `import vllm`
     # with the CPU torch, or are unused); the tested environment therefore lacks them, and so does the bundle.
-    "cpu": Target("cpu", "cpu", "cpu", (), keep_only_pinned=True),
+    "cpu": Target("cpu", "cpu", "cpu", (), keep_only_pinned=True, requirements="requirements.txt"),
     # vLLM's GPU build chooses its own CUDA torch (requirements-gpu.txt): the CPU pin of torch does not apply.
-    "gpu": Target("gpu", "gpu", "cuda", ("torch",), keep_only_pinned=False),
+    "gpu": Target("gpu", "gpu", "cuda", ("torch",), keep_only_pinned=False, requirements="requirements-gpu.txt"),
 }
 
 
@@ -52,9 +53,14 @@ def read_pins(path: Path) -> dict[str, str]:
 
 
 def constraints_for(target: Target, constraints: Path, out: Path) -> Path:
-    """The constraints file pip resolves the target under: constraints.txt less the lines the target leaves free."""
+    """The constraints file pip resolves the target under: constraints.txt less the lines the target leaves free,
+    plus the pins of the target's requirements file that constraints.txt lacks (the GPU build of vLLM)."""
     skipped = {normalize(name) for name in target.unpinned_constraints}
     lines = [line for line in constraints.read_text(encoding="utf-8").splitlines()
              if not (_REQUIREMENT.match(line.strip()) and normalize(line.split("==")[0].strip()) in skipped)]
+    pinned = read_pins(constraints)
+    requirements = constraints.with_name(target.requirements)
+    extra = read_pins(requirements) if requirements.is_file() else {}
+    lines += [f"{name}=={version}" for name, version in extra.items() if name not in pinned and name not in skipped]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out

@@ -1,4 +1,4 @@
-"""pip, run as a subprocess of the interpreter that runs a2x-local: resolution reports, downloads, wheel builds.
+"""pip, run as a subprocess of the interpreter that runs a2x-local: resolving and downloading, building a wheel.
 
 pip is the only tool that resolves and fetches exactly as an install would (its configuration, find-links and
 indexes included), so the bundle uses it instead of reading indexes itself.
@@ -6,13 +6,10 @@ indexes included), so the bundle uses it instead of reading indexes itself.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlparse
 
 from a2x_local.errors import UserError
 
@@ -23,8 +20,7 @@ class Resolved:
     name: str
     version: str
     filename: str
-    url: str
-    sha256: str | None
+    sha256: str
 
 
 def run_pip(args: list[str], *, what: str, cwd: Path | None = None) -> str:
@@ -40,27 +36,11 @@ def run_pip(args: list[str], *, what: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def resolve(requirement: str, constraints: Path, report: Path, pip_args: list[str]) -> list[Resolved]:
-    """Resolve ``requirement`` under ``constraints`` for this interpreter and platform without installing anything
-    (`pip install --dry-run --ignore-installed --report`)."""
-    run_pip(["install", "--dry-run", "--ignore-installed", "--quiet", "--only-binary=:all:", "--report", str(report),
-             "-c", str(constraints), *pip_args, requirement], what=f"resolving {requirement}")
-    data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-    found = []
-    for item in data.get("install", []):
-        info, download = item["metadata"], item["download_info"]
-        url = download["url"]
-        hashes = download.get("archive_info", {}).get("hashes", {})
-        found.append(Resolved(info["name"], info["version"], unquote(Path(urlparse(url).path).name), url,
-                              hashes.get("sha256")))
-    return found
-
-
-def download(lock: Path, dest: Path, pip_args: list[str]) -> None:
-    """Fetch the exact wheels of ``lock`` (`name==version --hash=sha256:...` lines), checked by pip against the
-    hashes, without their dependencies (the lock is already the whole set)."""
-    run_pip(["download", "--no-deps", "--only-binary=:all:", "--require-hashes", "--quiet", "--dest", str(dest),
-             "-r", str(lock), *pip_args], what="downloading the wheelhouse")
+def fetch_resolved(requirement: str, constraints: Path, dest: Path, pip_args: list[str]) -> None:
+    """Resolve ``requirement`` under ``constraints`` for this interpreter and platform and save every wheel of the
+    resolution in ``dest`` (`pip download`: one pass; pip checks each file against the index's hash)."""
+    run_pip(["download", "--only-binary=:all:", "--quiet", "--dest", str(dest), "-c", str(constraints), *pip_args,
+             requirement], what=f"resolving and downloading {requirement}")
 
 
 def build_wheel(source: Path, dest: Path) -> Path:

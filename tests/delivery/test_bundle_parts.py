@@ -22,7 +22,7 @@ from tests.support.paths import ROOT
 
 
 def resolved(name: str, version: str) -> Resolved:
-    return Resolved(name, version, f"{name}-{version}-py3-none-any.whl", "https://example.invalid/x", "ab" * 32)
+    return Resolved(name, version, f"{name}-{version}-py3-none-any.whl", "ab" * 32)
 
 
 def test_constraints_txt_is_the_tested_environment_and_reads_as_exact_pins():
@@ -61,12 +61,15 @@ def test_torch_must_be_the_targets_build_and_versions_the_pins():
         _check_pins([resolved("numpy", "2.4.0")], TARGETS["cpu"], pins, "here")
 
 
-def test_gpu_constraints_leave_torch_free(tmp_path: Path):
+def test_gpu_constraints_leave_torch_free_and_pin_the_gpu_vllm(tmp_path: Path):
     source = tmp_path / "constraints.txt"
-    source.write_text("# tested\ntorch==2.13.0\nnumpy==2.3.5\n")
-    gpu = constraints_for(TARGETS["gpu"], source, tmp_path / "gpu.txt").read_text()
-    assert "torch" not in gpu and "numpy==2.3.5" in gpu
-    assert "torch==2.13.0" in constraints_for(TARGETS["cpu"], source, tmp_path / "cpu.txt").read_text()
+    source.write_text("# tested\ntorch==2.13.0\nnumpy==2.3.5\nvllm-cpu==0.32.0\n")
+    (tmp_path / "requirements-gpu.txt").write_text("# GPU\nvllm==0.32.0\nnumpy==2.3.5\n")
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\nvllm-cpu==0.32.0\n")
+    gpu = constraints_for(TARGETS["gpu"], source, tmp_path / "gpu.txt").read_text().splitlines()
+    assert "torch==2.13.0" not in gpu and "numpy==2.3.5" in gpu and gpu.count("vllm==0.32.0") == 1
+    cpu = constraints_for(TARGETS["cpu"], source, tmp_path / "cpu.txt").read_text().splitlines()
+    assert "torch==2.13.0" in cpu and "vllm==0.32.0" not in cpu
 
 
 def test_lock_lines_read_back(tmp_path: Path):
