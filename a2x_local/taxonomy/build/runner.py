@@ -23,14 +23,14 @@ from a2x_local.registry import Registry, RegistryConfig, Service
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.build.builder import Builder, RoundObserver
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.keywords import require_embedding
 from a2x_local.taxonomy.build.language import with_category_language
-from a2x_local.taxonomy.lock import BuildLock
-from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.build.report import build_report
 from a2x_local.taxonomy.build.spill import read_spill, remove_spill, write_spill
 from a2x_local.taxonomy.build.state import BuildState
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.lock import BuildLock
+from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.types import Tree
 
 # What --resume may continue (a build still marked running is marked interrupted first: see _prepare).
