@@ -39,7 +39,7 @@ PACKAGE = "a2x_local"
 NOT_STAGES = {"cli", "migrations", "defaults"}
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "settings"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "prompts", "settings"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -119,6 +119,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "RegistryConfig",
         "ScriptProfile",
         "Service",
+        "Skipped",
         "SyncRefusedError",
         "SyncReport",
         "ingest",

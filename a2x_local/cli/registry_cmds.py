@@ -19,6 +19,7 @@ from a2x_local.registry import (
     Limits,
     Registry,
     RegistryConfig,
+    Skipped,
     SyncRefusedError,
     SyncReport,
     ingest,
@@ -45,6 +46,18 @@ def _print_report(report: IngestReport, db: Path) -> None:
         console.print(f"  updated {shown(change.id)} ({', '.join(change.fields)})", highlight=False)
     if len(report.updated) > 20:
         console.print(f"  ... and {len(report.updated) - 20:,} more")
+    _print_skipped(report.skipped)
+
+
+def _print_skipped(skipped: list[Skipped]) -> None:
+    """The folder entries that were not read (a walk reads everything or says what it left out)."""
+    if not skipped:
+        return
+    console.print(f"skipped {len(skipped):,} folder entries that are not service files (--json lists them all):")
+    for entry in skipped[:10]:
+        console.print(f"  {shown(entry.path)}: {entry.reason}", highlight=False, soft_wrap=True)
+    if len(skipped) > 10:
+        console.print(f"  ... and {len(skipped) - 10:,} more")
 
 
 @app.command("ingest")
@@ -81,7 +94,7 @@ def ingest_command(
         _sync(settings, paths, config, limits, fmt=fmt, server=server, force=force, dry_run=dry_run,
               json_output=json_output)
         return
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read" if dry_run else "write", job="ingest") as con:
         try:
             report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)
         except ConflictError as exc:
@@ -100,7 +113,7 @@ def ingest_command(
 
 def _sync(settings, paths: list[Path], config: RegistryConfig, limits: Limits, *, fmt: str, server: str | None,
           force: bool, dry_run: bool, json_output: bool) -> None:
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read" if dry_run else "write", job="ingest --sync") as con:
         try:
             report = sync(con, paths, max_remove_share=config.sync_max_remove_share, fmt=fmt, limits=limits,
                           server=server, force=force, dry_run=dry_run)
@@ -128,6 +141,7 @@ def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
     console.print(table, highlight=False)
     verb = "would hold" if refused or report.dry_run else "now holds"
     console.print(f"registry {verb} {report.after:,} services (before: {report.before:,})")
+    _print_skipped(report.skipped)
 
 
 @app.command("stats")
@@ -221,7 +235,7 @@ def remove_command(ctx: typer.Context,
     Example: a2x-local services remove mcp_service_1 mcp_service_2
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con, transaction(con):
+    with open_registry_db(settings, job="services remove") as con, transaction(con):
         removed = Registry(con).remove(service_ids)
     if json_output:
         print_json({"removed": removed, "ids": service_ids})

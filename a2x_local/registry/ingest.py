@@ -17,7 +17,7 @@ import duckdb
 
 from a2x_local.db import transaction
 from a2x_local.errors import InputError, UserError
-from a2x_local.registry.formats import Limits, read_paths
+from a2x_local.registry.formats import Limits, Skipped, read_paths
 from a2x_local.registry.store import Registry
 from a2x_local.registry.types import Service, canonical_json
 
@@ -46,10 +46,12 @@ class IngestReport:
     conflicts: list[Change] = field(default_factory=list)
     run_id: int | None = None
     dry_run: bool = False
+    skipped: list[Skipped] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "files": [f.__dict__ for f in self.files],
+            "skipped": [s.__dict__ for s in self.skipped],
             "added": len(self.added),
             "updated": [c.__dict__ for c in self.updated],
             "unchanged": len(self.unchanged),
@@ -81,11 +83,12 @@ def _changed_fields(old: Service, new: Service) -> list[str]:
     return fields
 
 
-def collect(paths: Sequence[Path], fmt: str = "auto", limits: Limits | None = None,
-            server: str | None = None) -> tuple[list[FileSummary], list[Service]]:
-    """Read and check every input; duplicate ids anywhere in one ingest are an error."""
+def collect(paths: Sequence[Path], fmt: str = "auto", limits: Limits | None = None, server: str | None = None,
+            skipped: list[Skipped] | None = None) -> tuple[list[FileSummary], list[Service]]:
+    """Read and check every input; duplicate ids anywhere in one ingest are an error. Entries of folders that were
+    not read go to ``skipped``."""
     files, services, seen = [], [], {}
-    for path, detected, group in read_paths(paths, fmt, limits, server):
+    for path, detected, group in read_paths(paths, fmt, limits, server, skipped):
         files.append(FileSummary(str(path), detected, len(group)))
         for service in group:
             if service.id in seen:
@@ -104,6 +107,7 @@ class Incoming:
 
     files: list[FileSummary]
     services: list[Service]
+    skipped: list[Skipped] = field(default_factory=list)
     new: list[Service] = field(default_factory=list)
     changed: list[Service] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
@@ -118,9 +122,10 @@ def read_incoming(registry: Registry, paths: Sequence[Path], fmt: str = "auto", 
     if not paths:
         raise UserError("no input paths given",
                         hint="name the files or folders to read, e.g. a2x-local ingest data/sample")
-    files, services = collect(paths, fmt, limits, server)
+    skipped: list[Skipped] = []
+    files, services = collect(paths, fmt, limits, server, skipped)
     existing = registry.get_many(s.id for s in services)
-    incoming = Incoming(files=files, services=services)
+    incoming = Incoming(files=files, services=services, skipped=skipped)
     for service in services:
         old = existing.get(service.id)
         if old is None:
@@ -142,7 +147,7 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, fmt: str = 
     registry = Registry(con)
     incoming = read_incoming(registry, paths, fmt, limits, server)
     report = IngestReport(files=incoming.files, added=[s.id for s in incoming.new], unchanged=incoming.unchanged,
-                          dry_run=dry_run)
+                          dry_run=dry_run, skipped=incoming.skipped)
     (report.updated if replace else report.conflicts).extend(incoming.changes)
     if report.conflicts:
         raise ConflictError(report)

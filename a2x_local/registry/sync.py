@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 
 from a2x_local.errors import UserError
-from a2x_local.registry.formats import Limits
+from a2x_local.registry.formats import Limits, Skipped
 from a2x_local.registry.ingest import Change, FileSummary, read_incoming, write_incoming
 from a2x_local.registry.store import Registry
 
@@ -26,6 +26,7 @@ class SyncReport:
     """What a sync changed (or, refused or dry, would change)."""
 
     files: list[FileSummary] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     updated: list[Change] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -56,6 +57,7 @@ class SyncReport:
         return {
             "sync": True,
             "files": [f.__dict__ for f in self.files],
+            "skipped": [s.__dict__ for s in self.skipped],
             "counts": self.counts(),
             "added": list(self.added),
             "updated": [c.__dict__ for c in self.updated],
@@ -94,8 +96,9 @@ def sync(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, max_remove_sh
     registry = Registry(con)
     incoming = read_incoming(registry, paths, fmt, limits, server)
     current = registry.ids()
-    report = SyncReport(files=incoming.files, added=[s.id for s in incoming.new], updated=list(incoming.changes),
-                        unchanged=len(incoming.unchanged), before=len(current), dry_run=dry_run, forced=force)
+    report = SyncReport(files=incoming.files, skipped=incoming.skipped, added=[s.id for s in incoming.new],
+                        updated=list(incoming.changes), unchanged=len(incoming.unchanged), before=len(current),
+                        dry_run=dry_run, forced=force)
     report.removed = sorted(current - {s.id for s in incoming.services})
     if report.removed_share > max_remove_share and not force:
         raise SyncRefusedError(report, max_remove_share)

@@ -199,10 +199,14 @@ class Discovery:
         except A2XError as exc:
             raise Unavailable(exc.message, hint=exc.hint) from exc
         engine = self.state.engine.describe() if self.state.engine is not None else None
-        return Health(status="ok", services=len(snapshot.services), tree=snapshot.build_id,
-                      tree_stale=snapshot.tree_is_stale, generation=snapshot.generation, engine=engine,
-                      methods=[info.name for info in self.methods() if info.available],
-                      problems=dict(self.state.problems))
+        problems = dict(self.state.problems)
+        degraded = self.state.degraded
+        if degraded is not None:    # serving the snapshot it holds, though the file under it cannot be read
+            problems["registry"] = degraded
+        return Health(status="ok" if degraded is None else "degraded", services=len(snapshot.services),
+                      tree=snapshot.build_id, tree_stale=snapshot.tree_is_stale, generation=snapshot.generation,
+                      engine=engine, methods=[info.name for info in self.methods() if info.available],
+                      problems=problems)
 
     def state_numbers(self) -> dict[str, Any]:
         """For the metrics: what the served snapshot holds (nothing is read from the database)."""
