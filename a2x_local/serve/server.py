@@ -116,12 +116,14 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     """Serve MCP over this process's stdin/stdout (a desktop or IDE agent starts it as a subprocess)."""
     import anyio
 
+    from a2x_local.serve.stdio import run_stdio
+
     config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
     with stdout_to_stderr():  # engine start-up and library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine)
     try:
-        anyio.run(server.mcp.run_stdio_async)
+        anyio.run(run_stdio, server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
     finally:
         server.close()
 
