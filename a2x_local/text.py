@@ -8,7 +8,7 @@ tells lookalike ids apart, and bidirectional controls made visible.
   normalisation (NFC/NFD, and compatibility forms such as fullwidth letters: NFKC), invisible characters (zero-width
   spaces and joiners, bidi controls). `mixed_script` flags the other common lookalike: Latin letters mixed with
   Cyrillic or Greek ones in one id (``pаypal`` with a Cyrillic ``а``).
-- **Display** (`show_bidi`): a right-to-left override (U+202E) in ``safe-tool\u202egnp.exe`` shows as
+- **Display** (`show_bidi`): a right-to-left override (U+202E) before ``gnp.exe`` in ``safe-tool…gnp.exe`` shows as
   "safe-toolexe.png"; shown as ``<U+202E>`` it cannot disguise anything.
 """
 
@@ -44,6 +44,26 @@ def text_problem(value: str, *, multiline: bool = False) -> str | None:
     return None
 
 
+# In an id these only disguise it: bidi controls, zero-width space, word joiner, BOM. (Zero-width joiners and
+# non-joiners are kept: Persian, Indic scripts and emoji need them; the identity key still ignores them.)
+_ID_INVISIBLE = re.compile("[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
+
+
+def id_problem(value: str) -> str | None:
+    """Why this text cannot be an id: `text_problem`, or a character that changes how it looks or reads without
+    changing what it is (a bidi control, a zero-width space)."""
+    problem = text_problem(value)
+    if problem:
+        return problem
+    if value.strip() in (".", ".."):
+        return "is a path step ('.' or '..'), which a URL resolves away"
+    match = _ID_INVISIBLE.search(value)
+    if match:
+        return (f"contains the invisible character U+{ord(match.group()):04X} at position {match.start()} (bidi "
+                "controls and zero-width spaces change how an id looks, not what it is)")
+    return None
+
+
 def check_text(value: str, field: str, *, multiline: bool = True, error: type[UserError] = UserError) -> None:
     """Refuse text that `text_problem` names, with an error (code BadText) naming the field: every query, request
     and step text passes here (CLI, HTTP API, MCP, compose)."""
@@ -75,7 +95,7 @@ def mixed_script(text: str) -> str | None:
             scripts.add(name.split(" ", 1)[0] if name else "UNKNOWN")
     confusable = scripts & _CONFUSABLE_SCRIPTS
     if "LATIN" in scripts and confusable:
-        return " and ".join(sorted({"LATIN", *confusable})).title()
+        return " and ".join(script.title() for script in sorted({"LATIN", *confusable}))
     return None
 
 

@@ -158,7 +158,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
     with connect(db, lock_timeout_s=timeout) as con:
         active = report["active_before"] = active_build_id(con)   # known even when the sync fails
         result = sync(con, request.source, max_remove_share=registry_config.sync_max_remove_share, fmt=request.fmt,
-                      limits=Limits.from_config(registry_config), force=request.force)
+                      limits=Limits.from_config(registry_config), force=request.force,
+                      allow_lookalikes=registry_config.allow_lookalikes)
         registry = Registry(con)
         fingerprint, size = registry.fingerprint(), registry.count()
         current = active is not None and get_build(con, active).registry_fingerprint == fingerprint

@@ -103,7 +103,7 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning)
+                         mcp=server.mcp, planning=server.planning, host=config.host)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp", settings.db_path, where, where, where)
         uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",

@@ -12,7 +12,7 @@ from a2x_local.errors import InputError
 from a2x_local.jsonfiles import JsonLimits, check_depth
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.types import SERVICE_TYPES, Service, canonical_json
-from a2x_local.text import text_problem
+from a2x_local.text import id_problem, text_problem
 
 # What to do about a file or an entry that a format cannot read (nothing is written: an ingest is all or nothing).
 FORMAT_HINT = ("docs/registry.md (The six formats) shows what each format holds; `--format` names the format when"
@@ -95,8 +95,10 @@ class EntryReader:
         if len(id) > 500 or any(ch in id for ch in "\n\r\t"):
             self.fail("must be a single line of at most 500 characters", id_field)
         name, description = name.strip(), description.strip()
-        for field, value, multiline in ((id_field, id, False), (name_field, name, False),
-                                        (description_field, description, True)):
+        problem = id_problem(id)
+        if problem:
+            self.fail(problem, id_field)
+        for field, value, multiline in ((name_field, name, False), (description_field, description, True)):
             problem = text_problem(value, multiline=multiline)
             if problem:
                 self.fail(problem, field)
