@@ -100,11 +100,12 @@ class Timing:
 
 
 def create_app(discovery: Discovery, *, token: str | None = None, loopback_only: bool = True,
-               mcp: Any = None, planning: Planning | None = None, host: str = "127.0.0.1") -> Any:
+               mcp: Any = None, planning: Planning | None = None, host: str | None = None) -> Any:
     """The ASGI application: FastAPI wrapped in the guard and the timing middleware.
 
     ``mcp``: an `MCPServer` to serve at /mcp over streamable HTTP (stateless, JSON answers), or None.
     ``planning``: the compose stage's plans at /v1/compose (built here when not given).
+    ``host``: the address the server listens on (default: `[serve]` host), accepted by /mcp's Host check.
     """
     session_manager = None
     mcp_routes: list[Any] = []
@@ -113,7 +114,7 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
 
         # On loopback the SDK checks Host and Origin too, accepting the address bound (``host``); beyond loopback
         # the token is the protection.
-        hosts, origins = mcp_host_patterns(host)
+        hosts, origins = mcp_host_patterns(host or discovery.config.host)
         security = (TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                                               allowed_origins=origins) if loopback_only else
                     TransportSecuritySettings(enable_dns_rebinding_protection=False))
