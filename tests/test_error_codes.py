@@ -8,7 +8,7 @@ import inspect
 import re
 from pathlib import Path
 
-import a2x_local.cli  # noqa: F401  (imports every stage, so every error class exists)
+import a2x_local.cli  # imports every stage, so every error class exists
 import a2x_local.serve.http_api  # noqa: F401
 from a2x_local.errors import MAX_MESSAGE_CHARS, A2XError, InputError, UserError
 
