@@ -39,7 +39,8 @@ EXIT_OK, EXIT_FAILED, EXIT_GATE_REFUSED = 0, 1, 3
 EXIT_CODES = {EXIT_OK: "a new tree was activated, or nothing changed", EXIT_FAILED: "the job failed (see the report's"
               " error; the active tree is unchanged)", 2: "usage error (bad flags)",
               EXIT_GATE_REFUSED: "the regression gate refused the new tree (kept, not active)",
-              EXIT_BUSY: "another nightly job holds the database (this run was skipped)"}
+              EXIT_BUSY: "another nightly job, or another writer of the registry, holds the database (this run was"
+                         " skipped)"}
 
 
 @dataclass
