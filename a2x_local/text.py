@@ -1,13 +1,14 @@
 """Text from outside, checked and shown one way: the validation every query and service text passes, the key that
 tells lookalike ids apart, and bidirectional controls made visible.
 
-- **Validation** (`text_problem`, `check_text`): no terminal control characters (they reach a terminal as escape
-  sequences) and no unpaired surrogates (``"\\ud800"`` in JSON is valid JSON but not Unicode: it cannot be encoded,
-  stored or sent, and broke searches with a TypeError deep in a tokenizer).
+- **Validation** (`text_problem` for service text, `check_text` for queries): no unpaired surrogates anywhere
+  (``"\\ud800"`` in JSON is valid JSON but not Unicode: it cannot be encoded, stored or sent, and broke searches
+  with a TypeError deep in a tokenizer); no terminal control characters in service text (they would reach a
+  terminal as escape sequences; a query's are data, shown escaped).
 - **Identity** (`identity_key`): two ids are the same service to a person when they differ only by case, Unicode
   normalisation (NFC/NFD, and compatibility forms such as fullwidth letters: NFKC), invisible characters (zero-width
   spaces and joiners, bidi controls). `mixed_script` flags the other common lookalike: Latin letters mixed with
-  Cyrillic or Greek ones in one id (``pаypal`` with a Cyrillic ``а``).
+  Cyrillic or Greek ones in one id (``p<U+0430>ypal``, a Cyrillic ``а`` for the Latin one).
 - **Display** (`show_bidi`): a right-to-left override (U+202E) before ``gnp.exe`` in ``safe-tool…gnp.exe`` shows as
   "safe-toolexe.png"; shown as ``<U+202E>`` it cannot disguise anything.
 """
@@ -37,11 +38,7 @@ def text_problem(value: str, *, multiline: bool = False) -> str | None:
         if not (multiline and match.group() in LINE_BREAKS):
             return (f"contains the control character U+{ord(match.group()):04X} at position {match.start()} "
                     "(terminal control characters are not accepted)")
-    match = SURROGATE.search(value)
-    if match:
-        return (f"contains an unpaired surrogate U+{ord(match.group()):04X} at position {match.start()} "
-                "(not valid Unicode)")
-    return None
+    return _surrogate_problem(value)
 
 
 # In an id these only disguise it: bidi controls, zero-width space, word joiner, BOM. (Zero-width joiners and
@@ -64,13 +61,23 @@ def id_problem(value: str) -> str | None:
     return None
 
 
-def check_text(value: str, field: str, *, multiline: bool = True, error: type[UserError] = UserError) -> None:
-    """Refuse text that `text_problem` names, with an error (code BadText) naming the field: every query, request
-    and step text passes here (CLI, HTTP API, MCP, compose)."""
-    problem = text_problem(value, multiline=multiline)
+def check_text(value: str, field: str, *, controls: bool = False, error: type[UserError] = UserError) -> None:
+    """Refuse text that is not valid Unicode (an unpaired surrogate), and with ``controls`` text holding a control
+    character other than a tab or a line break, with an error (code BadText) naming the field: every query, request
+    and step text passes here (CLI, HTTP API, MCP, compose). A query may hold control characters: it is data, shown
+    escaped wherever it is printed."""
+    problem = text_problem(value, multiline=True) if controls else _surrogate_problem(value)
     if problem:
         raise error(f"{field}: {problem}", code="BadText",
                     hint="send valid Unicode text (a lone \\ud800 escape is not a character)")
+
+
+def _surrogate_problem(value: str) -> str | None:
+    match = SURROGATE.search(value)
+    if match:
+        return (f"contains an unpaired surrogate U+{ord(match.group()):04X} at position {match.start()} "
+                "(not valid Unicode)")
+    return None
 
 
 def printable(text: str) -> str:

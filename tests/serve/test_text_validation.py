@@ -56,7 +56,8 @@ def test_every_search_path_passes_the_same_validation(cli, registry_db):
     with pytest.raises(UserError, match=r"the query \(query 2 of 2\): contains an unpaired surrogate U\+D800"):
         check_queries(["fine", "\ud800"])
     with pytest.raises(UserError, match="field: contains the control character U\\+001B"):
-        check_text("\x1b[2J", "field")
+        check_text("\x1b[2J", "field", controls=True)
+    check_text("\x1b[2J is data in a query", "query")
     assert text_problem("two\nlines\tok", multiline=True) is None
     # A command-line argument with bytes that are not UTF-8 arrives as lone surrogates (\udcff).
     result = cli("search", "hotel \udcff", "-m", "bm25")
