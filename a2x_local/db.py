@@ -252,6 +252,7 @@ def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode
         problem = damage(con, path)
         if problem:
             raise damaged(path, problem)
+        _require_ours(con, path)
         if verify:
             verify_blocks(con)
         if read_only:
@@ -270,6 +271,20 @@ def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode
 
 def _wait_s(lock_timeout_s: float | None) -> float:
     return float(packaged_default("registry", "lock_timeout_s")) if lock_timeout_s is None else lock_timeout_s
+
+
+def _require_ours(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A DuckDB file of another program (tables, but none of a2x-local's bookkeeping) is never migrated into."""
+    if schema_version(con):
+        return
+    tables = [row[0] for row in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY table_name"
+        " LIMIT 4").fetchall()]
+    if tables:
+        shown = ", ".join(tables[:3]) + (", ..." if len(tables) > 3 else "")
+        raise UserError(f"{path}: a DuckDB database of another program (tables {shown}), not an a2x-local registry;"
+                        " it was not changed", hint="point --db at an a2x-local registry, or at a new path to create"
+                                                   " one", code="ForeignDatabase")
 
 
 def _require_current(con: duckdb.DuckDBPyConnection, path: Path) -> None:

@@ -39,7 +39,8 @@ PACKAGE = "a2x_local"
 NOT_STAGES = {"cli", "migrations", "defaults"}
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "provenance", "settings"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "prompts", "provenance",
+        "settings", "text"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -127,6 +128,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "RegistryConfig",
         "ScriptProfile",
         "Service",
+        "Skipped",
         "SyncRefusedError",
         "SyncReport",
         "ingest",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -20,6 +20,7 @@ from a2x_local.registry import (
     Limits,
     Registry,
     RegistryConfig,
+    Skipped,
     SyncRefusedError,
     SyncReport,
     ingest,
@@ -46,6 +47,28 @@ def _print_report(report: IngestReport, db: Path) -> None:
         console.print(f"  updated {shown(change.id)} ({', '.join(change.fields)})", highlight=False)
     if len(report.updated) > 20:
         console.print(f"  ... and {len(report.updated) - 20:,} more")
+    _print_lookalikes(report.lookalikes)
+    _print_skipped(report.skipped)
+
+
+def _print_lookalikes(found: list[Any]) -> None:
+    """Ids let in with --allow-lookalikes, each with the one it looks like."""
+    for look in found[:20]:
+        console.print(f"[yellow]lookalike:[/yellow] {shown(look.id)} {shown(look.why)}", highlight=False,
+                      soft_wrap=True)
+    if len(found) > 20:
+        console.print(f"  ... and {len(found) - 20:,} more lookalike ids (--json lists them all)")
+
+
+def _print_skipped(skipped: list[Skipped]) -> None:
+    """The folder entries that were not read (a walk reads everything or says what it left out)."""
+    if not skipped:
+        return
+    console.print(f"skipped {len(skipped):,} folder entries that are not service files (--json lists them all):")
+    for entry in skipped[:10]:
+        console.print(f"  {shown(entry.path)}: {entry.reason}", highlight=False, soft_wrap=True)
+    if len(skipped) > 10:
+        console.print(f"  ... and {len(skipped) - 10:,} more")
 
 
 @app.command("ingest")
@@ -64,6 +87,10 @@ def ingest_command(
                                                 "remove services the input no longer has.")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --sync: remove services even beyond the allowed "
                                         "share (\\[registry] sync_max_remove_share).")] = False,
+    allow_lookalikes: Annotated[bool | None, typer.Option(
+        "--allow-lookalikes/--no-allow-lookalikes", show_default=False,
+        help="Store ids that look like others (case, Unicode form, invisible characters, mixed scripts) instead of "
+             "refusing the ingest; they are listed in the report (default: \\[registry] allow_lookalikes).")] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -74,7 +101,8 @@ def ingest_command(
     Example: a2x-local ingest data/sample data/toolret/services.json --json
     """
     settings = settings_for(ctx, db)
-    config = RegistryConfig.from_settings(settings, max_description_chars=max_description_chars)
+    config = RegistryConfig.from_settings(settings, max_description_chars=max_description_chars,
+                                          allow_lookalikes=allow_lookalikes)
     limits = Limits.from_config(config)
     if force and not sync_registry:
         raise typer.BadParameter("--force only applies to --sync", param_hint="--force")
@@ -82,9 +110,10 @@ def ingest_command(
         _sync(settings, paths, config, limits, fmt=fmt, server=server, force=force, dry_run=dry_run,
               json_output=json_output)
         return
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read" if dry_run else "write", job="ingest") as con:
         try:
-            report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)
+            report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run,
+                            allow_lookalikes=config.allow_lookalikes)
         except ConflictError as exc:
             if not json_output:
                 for change in exc.report.conflicts[:20]:
@@ -101,10 +130,10 @@ def ingest_command(
 
 def _sync(settings, paths: list[Path], config: RegistryConfig, limits: Limits, *, fmt: str, server: str | None,
           force: bool, dry_run: bool, json_output: bool) -> None:
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read" if dry_run else "write", job="ingest --sync") as con:
         try:
             report = sync(con, paths, max_remove_share=config.sync_max_remove_share, fmt=fmt, limits=limits,
-                          server=server, force=force, dry_run=dry_run)
+                          server=server, force=force, dry_run=dry_run, allow_lookalikes=config.allow_lookalikes)
         except SyncRefusedError as exc:
             if not json_output:
                 _print_sync(exc.report, settings.db_path, refused=True)
@@ -129,6 +158,8 @@ def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
     console.print(table, highlight=False)
     verb = "would hold" if refused or report.dry_run else "now holds"
     console.print(f"registry {verb} {report.after:,} services (before: {report.before:,})")
+    _print_lookalikes(report.lookalikes)
+    _print_skipped(report.skipped)
 
 
 @app.command("stats")
@@ -240,7 +271,7 @@ def remove_command(ctx: typer.Context,
     Example: a2x-local services remove mcp_service_1 mcp_service_2
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con, transaction(con):
+    with open_registry_db(settings, job="services remove") as con, transaction(con):
         removed = Registry(con).remove(service_ids)
     if json_output:
         print_json({"removed": removed, "ids": service_ids})

@@ -36,6 +36,7 @@ from a2x_local.delivery.project import build_project_wheel, source_commit, sourc
 from a2x_local.delivery.sbom import read_wheel, write_sbom
 from a2x_local.delivery.wheelhouse import LOCK, MANIFEST, check_wheels, gather, lock_line
 from a2x_local.errors import UserError
+from a2x_local.outfiles import output_target
 
 PLATFORM = "cp311-linux-x86_64"
 # The embedding models of the retrieval extras ship as packages; a bundle without them could not `index`.
@@ -198,7 +199,7 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
 
 
 def _write_tar(out: Path) -> Path:
-    tar_path = out.with_name(out.name + ".tar")
+    tar_path = output_target(out.with_name(out.name + ".tar"), what="bundle archive")
     partial = tar_path.with_name(tar_path.name + ".partial")
     try:
         with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:

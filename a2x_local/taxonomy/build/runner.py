@@ -19,6 +19,7 @@ from typing import Any
 from a2x_local.db import connect, transaction
 from a2x_local.errors import A2XError, UserError
 from a2x_local.llm import Engine, Usage
+from a2x_local.locks import RegistryLock
 from a2x_local.registry import Registry, RegistryConfig, Service
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import store
@@ -78,7 +79,7 @@ def run_build(settings: Settings, load_engine: Callable[[], Engine], *, model: s
     require_embedding(config)
     db_path = settings.db_path
     waits = _Waits(settings.lock_timeout_s, RegistryConfig.from_settings(settings).checkpoint_wait_s)
-    with BuildLock(db_path):
+    with BuildLock(db_path), RegistryLock(db_path, "build", wait_s=waits.start):
         run, services, config = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=waits.start)
         return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
                         waits=waits, activate=activate)
