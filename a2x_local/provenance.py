@@ -7,13 +7,14 @@ before the wheel is built, never into a checkout); a source tree or a plain `pip
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from a2x_local import __version__
+from a2x_local.jsonfiles import read_json
 
 BUILD_INFO = "build_info.json"
 
@@ -45,6 +46,6 @@ def current() -> Provenance:
     info = resources.files("a2x_local").joinpath(BUILD_INFO)
     if not info.is_file():
         return Provenance(__version__)
-    data = json.loads(info.read_text(encoding="utf-8"))
+    data = read_json(Path(str(info)))
     return Provenance(version=__version__, commit=data.get("commit"), dirty=bool(data.get("dirty")),
                       bundle_id=data.get("bundle_id"), target=data.get("target"), built_at=data.get("built_at"))

@@ -3,7 +3,6 @@ what the target keeps of them, and the lock install.sh installs from (`name==ver
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -13,6 +12,7 @@ from a2x_local.delivery.pins import Target, normalize, read_pins
 from a2x_local.delivery.pip import Resolved, fetch_resolved
 from a2x_local.delivery.sbom import read_wheel
 from a2x_local.errors import UserError
+from a2x_local.jsonfiles import read_json
 
 LOCK = "requirements.lock"
 MANIFEST = "bundle.json"  # written by bundle.py; read here for the target of a reused bundle
@@ -113,7 +113,7 @@ def _reuse(earlier: Path, target: Target, wheels: Path) -> list[Resolved]:
     if problems:
         raise UserError(f"{earlier}: not an intact bundle: " + "; ".join(problems[:5]),
                         hint="reuse a bundle whose SHA256SUMS verifies, or build without --reuse")
-    built_for = json.loads((earlier / MANIFEST).read_text(encoding="utf-8"))["target"]
+    built_for = read_json(earlier / MANIFEST).get("target")
     if built_for != target.name:
         raise UserError(f"{earlier} is a {built_for} bundle, not {target.name}",
                         hint="reuse a bundle of the same target")
