@@ -35,8 +35,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "a2x_local"
 PACKAGE = "a2x_local"
 
-# Sub-packages that are not pipeline stages: the command line, and data shipped with the package.
-NOT_STAGES = {"cli", "migrations", "defaults"}
+# Sub-packages that are not pipeline stages: the command line, the test doubles, and data shipped with the package.
+NOT_STAGES = {"cli", "testing", "migrations", "defaults"}
+# The stand-ins for a model that tests and benchmarks use: no product module may import or name them.
+TESTING = "testing"
+TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "WordPolicy")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
 CORE = {"db", "errors", "extras", "hashing", "prompts", "settings"}
@@ -91,6 +94,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "JsonConstraint",
         "Message",
         "ModelCheck",
+        "RawOutput",
         "RegexConstraint",
         "Request",
         "Result",
@@ -101,14 +105,18 @@ PUBLIC_API: dict[str, list[str]] = {
         "cache_config",
         "check_ref",
         "clip",
+        "count_text_tokens",
         "engine_settings",
         "load_aliases",
         "load_embedder",
         "load_embedding_model",
         "make_engine",
+        "register_engine",
         "resolve_embedding",
         "resolve_embedding_model",
         "send_startup_output_to",
+        "truncate_to_tokens",
+        "unregister_engine",
         "with_answer_cache",
     ],
     "registry": [
@@ -128,6 +136,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "sync",
     ],
     "search": [
+        "NONE",
         "Hit",
         "LabelledQuery",
         "MethodSpec",
@@ -142,6 +151,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "make_method",
         "method_names",
         "method_spec",
+        "option_services",
         "parse_option_pairs",
         "tree_search",
         "tune_fusion",
@@ -299,6 +309,27 @@ def test_no_stage_or_core_module_imports_the_cli():
     problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
                 if area_of(imp.target) == "cli" and area_of(imp.importer) != "cli"]
     assert not problems, "only a2x_local.cli may import the CLI:\n" + "\n".join(problems)
+
+
+def test_no_product_module_imports_or_names_the_test_doubles():
+    """`a2x_local.testing` is for tests and benchmarks: nothing outside it imports it (nor names it in a string, as
+    the lazy method table could), and no product module names a test double."""
+    problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
+                if area_of(imp.importer) != TESTING
+                and (area_of(imp.target) == TESTING or (imp.target == PACKAGE and TESTING in imp.names))]
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        if area_of(module_name(path)) == TESTING:
+            continue
+        text = path.read_text(encoding="utf-8")
+        problems += [f"{path.relative_to(ROOT)}: names {name}" for name in (*TEST_DOUBLES, f"{PACKAGE}.{TESTING}")
+                     if re.search(rf"\b{re.escape(name)}\b", text)]
+    assert not problems, "product code must not depend on the test doubles:\n" + "\n".join(problems)
+
+
+def test_the_test_doubles_live_in_the_testing_package():
+    testing = importlib.import_module(f"{PACKAGE}.{TESTING}")
+    assert set(TEST_DOUBLES) <= set(testing.__all__)
+    assert all(getattr(testing, name).__module__.startswith(f"{PACKAGE}.{TESTING}.") for name in TEST_DOUBLES)
 
 
 def test_core_modules_import_no_stage():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.methods import MethodSpec, method_spec, register_method, unregister_method
+from a2x_local.testing import ScriptedEngine
 
 ELSEWHERE = [{"id": f"q{i}", "query": f"play song {i}", "correct_tools": [{"id": "music-player"}]} for i in range(3)]
 

@@ -17,13 +17,12 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.errors import BuildRunningError, UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.store import Registry
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
 from tests.taxonomy.rules import DomainRule
@@ -243,10 +242,10 @@ def test_resume_without_an_unfinished_build_says_so(tmp_path):
 _CHILD = """
 import json, sys, time
 from pathlib import Path
-from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.testing import ScriptedEngine
 from a2x_local.registry.types import Service
 from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.testing import WordPolicy
 from tests.taxonomy.test_runner import RUNNER
 
 db, marker, services_file, stop_at = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
