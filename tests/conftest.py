@@ -1,5 +1,9 @@
 """Process-wide test settings; the shared fixtures live in `tests/support/fixtures.py` (loaded below).
 
+`scripts/test` runs the suite on parallel workers (pytest-xdist, `--dist loadgroup`), scheduled by
+`tests/support/scheduling.py`: the tests of the session vLLM engine all on one worker (one engine, ~3 GB), every
+other module a unit of its own.
+
 `VLLM_CPU_OMP_THREADS_BIND=nobind`: vLLM otherwise pins its OpenMP threads (here: the pytest process's) to cores,
 and pinned threads that share 2 cores with a server test's subprocess ran 5-10x slower.
 """
@@ -8,6 +12,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+
+import pytest
+
+from tests.support.scheduling import EngineGroupScheduling, check_engine_files
 
 for _key, _value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                      "DO_NOT_TRACK": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
@@ -21,3 +29,12 @@ for _key in ("A2X_DB", "A2X_CONFIG", "A2X_MODELS_DIR"):
     os.environ.pop(_key, None)
 
 pytest_plugins = ["tests.support.fixtures"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    check_engine_files(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    return EngineGroupScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None

@@ -13,10 +13,8 @@ import ast
 import importlib
 import inspect
 import json
-import os
 import re
 import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from typer.models import ParameterInfo
 import a2x_local.cli
 from a2x_local.cli.common import ENGINE_FLAGS, METHOD_FLAGS
 from a2x_local.settings import SectionConfig, packaged_defaults
+from tests.support.processes import python_command, tree_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "a2x_local"
@@ -545,6 +544,29 @@ def test_no_command_declares_the_engine_flags_itself():
                           + "\n".join(problems))
 
 
+# --- the tests' own child processes run this checkout ----------------------------------------------------------------
+
+def test_every_child_process_of_a_test_runs_this_checkout():
+    """A child Python without this checkout on its path imports whatever a2x_local is installed (an editable
+    install of another checkout): every process a test starts gets its environment from `tree_env`."""
+    problems = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            sets_path = ((isinstance(node, ast.Constant) and node.value == "PYTHONPATH")
+                         or (isinstance(node, ast.keyword) and node.arg == "PYTHONPATH"))
+            if sets_path and path.name != "processes.py" and path != Path(__file__).resolve():
+                problems.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}: sets PYTHONPATH itself "
+                                "(use tests.support.processes.tree_env)")
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                receiver = node.func.value.id if isinstance(node.func, ast.Attribute) and isinstance(
+                    node.func.value, ast.Name) else ""
+                starts = name in {"Popen", "StdioServerParameters"} or (name == "run" and receiver == "subprocess")
+                if starts and not any(keyword.arg == "env" for keyword in node.keywords):
+                    problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: starts a process without env=tree_env()")
+    assert not problems, "\n".join(problems)
+
+
 # --- the light core: no heavy library is needed to start, ingest, inspect and import -------------------------------
 
 _CORE_SCRIPT = r"""
@@ -595,9 +617,9 @@ NEEDS_EXTRA = {"search dense": "a2x-local[retrieval]", "search bm25": "a2x-local
 
 def run_core_script(mode: str, tmp_path: Path, *paths: Path) -> dict[str, dict[str, Any]]:
     """Run the CLI steps of `_CORE_SCRIPT` in a fresh interpreter; ``mode`` "block" hides the heavy libraries."""
-    env = {**os.environ, "A2X_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    env = tree_env(A2X_HOME=str(tmp_path / "home"))
     env.pop("A2X_DB", None)
-    done = subprocess.run([sys.executable, "-c", _CORE_SCRIPT, json.dumps(HEAVY), mode, *map(str, paths)], cwd=ROOT,
+    done = subprocess.run(python_command(_CORE_SCRIPT, json.dumps(HEAVY), mode, *map(str, paths)), cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.registry import Registry
+from tests.support.processes import cli_command, tree_env
 from tests.support.registries import SERVICES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,11 +71,10 @@ def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home,
     # it waits in its read, and the signal lands there.
     fifo = tmp_path / "queries"
     os.mkfifo(fifo)
-    code = "import sys; from a2x_local.cli import run; sys.exit(run(sys.argv[1:]))"
-    child = subprocess.Popen([sys.executable, "-c", code, "search", "--queries", str(fifo), "-m", "bm25",
-                              "--db", str(registry_db), "--json"],
+    child = subprocess.Popen(cli_command("search", "--queries", str(fifo), "-m", "bm25", "--db", str(registry_db),
+                                         "--json"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)},
+                             env=tree_env(A2X_HOME=str(home)),
                              # A child inherits an ignored SIGINT (and Python then leaves it so): a shell without
                              # job control starts background commands (`scripts/test &`, CI runners) that way.
                              preexec_fn=_default_sigint)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,8 @@ from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.testing import ScriptedEngine, WordPolicy
+from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
 from tests.taxonomy.rules import DomainRule
@@ -270,9 +270,8 @@ def test_a_build_killed_with_sigkill_releases_the_lock_and_resumes(tmp_path, too
     services_file = tmp_path / "services.json"
     services_file.write_text(json.dumps([{"id": s.id, "type": s.type, "name": s.name,
                                           "description": s.description} for s in toolret_subset]))
-    root = Path(__file__).resolve().parents[2]
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(db), str(marker), str(services_file), "6"],
-                             cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    child = subprocess.Popen(python_command(_CHILD, str(db), str(marker), str(services_file), "6"), cwd=ROOT,
+                             env=tree_env())
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,13 +19,14 @@ from a2x_local.taxonomy import store
 from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.spill import spill_path
 from a2x_local.testing import ScriptedEngine, WordPolicy
+from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 from tests.support.registries import make_registry, toolret_services
 from tests.taxonomy.helpers import small_config, synthetic
 
 # ~150 real services, two levels, a dozen rounds (the keyword path included).
 CONFIG = small_config(max_depth=2, keyword_path_min_services=100)
 SERVICES = toolret_services()[::12]
-ROOT = Path(__file__).resolve().parents[2]
 
 _HOLDER = """
 import sys, time, duckdb
@@ -85,7 +85,7 @@ def reference(tmp_path_factory):
 
 def hold_database(db: Path, seconds: float, marker: Path) -> subprocess.Popen:
     """Another process opens the database and keeps it for ``seconds``; returns once it holds it."""
-    child = subprocess.Popen([sys.executable, "-c", _HOLDER, str(db), str(marker), str(seconds)])
+    child = subprocess.Popen(python_command(_HOLDER, str(db), str(marker), str(seconds)), env=tree_env(), cwd=ROOT)
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert child.poll() is None and time.monotonic() < deadline, "the holder never opened the database"
