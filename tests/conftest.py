@@ -22,6 +22,16 @@ for _key, _value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_N
                      "VLLM_CPU_OMP_THREADS_BIND": "nobind"}.items():
     os.environ.setdefault(_key, _value)
 
+# On parallel workers each process computes on one thread: two workers that each spin two OpenMP threads on two
+# cores (torch, vLLM) only wait for each other.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Human output is laid out for the terminal: rich reads COLUMNS, else the size of the terminal on stdin. Every test
+# sees 80 columns (what CI, with no terminal, gets), whatever terminal the suite is started from; a test that reads
+# data from a command reads its --json, never a table whose wrapping depends on the length of a path.
+os.environ["COLUMNS"] = "80"
+
 # No test may read or write the user's real registry or configuration: every default path points into a
 # throw-away home (tests that need their own set A2X_HOME / A2X_DB themselves, or use the `home` fixture).
 os.environ["A2X_HOME"] = tempfile.mkdtemp(prefix="a2x-test-home-")
