@@ -29,6 +29,7 @@ from a2x_local.errors import (
     ReadOnlyDatabaseError,
     UserError,
 )
+from a2x_local.settings import packaged_default
 
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -182,9 +183,10 @@ def verify_blocks(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'SELECT bit_xor(hash(COLUMNS(*))) FROM "{name}"').fetchall()
 
 
-def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "write",
+def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",
                   verify: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating folders and file if needed), check and migrate; wait up to ``lock_timeout_s`` for other writers.
+    """Open (creating folders and file if needed), check and migrate; wait up to ``lock_timeout_s`` for other writers
+    (commands pass `settings.lock_timeout_s`; None: the packaged `[registry] lock_timeout_s`).
 
     ``mode="read"``: the caller only reads, so a file that cannot be written is opened read-only (and must then
     need no migration). A truncated file is refused either way; ``verify`` also reads every block first.
@@ -195,7 +197,7 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
     read_only = mode == "read" and path.exists() and not os.access(path, os.W_OK)
     while True:
         try:
-            con = connect_when_free(path, read_only=read_only, wait_s=lock_timeout_s,
+            con = connect_when_free(path, read_only=read_only, wait_s=_wait_s(lock_timeout_s),
                                     busy=f"{path}: another a2x-local process holds the database",
                                     hint="wait for it to finish, or use --db to work on another database")
             break
@@ -204,9 +206,12 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             if isinstance(error, ReadOnlyDatabaseError) and mode == "read" and not read_only and path.exists():
                 read_only = True
                 continue
-            raise error or UserError(f"{path}: cannot open the registry database: {exc}") from exc
+            raise error or UserError(f"{path}: cannot open the registry database: {exc}",
+                                     hint="check the path given by --db (or $A2X_DB) and its permissions") from exc
         except duckdb.Error as exc:
-            raise translate(exc, path) or UserError(f"{path}: not a usable DuckDB database: {exc}") from exc
+            raise translate(exc, path) or UserError(f"{path}: not a usable DuckDB database: {exc}",
+                                                    hint="--db must name an a2x-local registry (a DuckDB file), or"
+                                                    " a new path to create one") from exc
     try:
         problem = damage(con, path)
         if problem:
@@ -219,11 +224,16 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             migrate(con)
     except duckdb.Error as exc:
         con.close()
-        raise translate(exc, path) or UserError(f"{path}: cannot use the registry database: {exc}") from exc
+        raise translate(exc, path) or UserError(f"{path}: cannot use the registry database: {exc}",
+                                                hint=_RESTORE_HINT) from exc
     except BaseException:
         con.close()
         raise
     return con
+
+
+def _wait_s(lock_timeout_s: float | None) -> float:
+    return float(packaged_default("registry", "lock_timeout_s")) if lock_timeout_s is None else lock_timeout_s
 
 
 def _require_current(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -239,7 +249,7 @@ def _require_current(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 @contextmanager
-def connect(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "write",
+def connect(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",
             verify: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the database for the length of a block and always close it; a failure of the file (damaged, full disk,
     read-only) inside the block becomes one explained error."""

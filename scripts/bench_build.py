@@ -81,12 +81,12 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
     from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.config import build_config
-    from a2x_local.taxonomy.runner import run_build
+    from a2x_local.taxonomy.build.runner import run_build
+    from a2x_local.taxonomy.config import BuildConfig
     from a2x_local.testing import ScriptedEngine, WordPolicy
 
     overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries, "assign_mode": assign_mode}
-    config = build_config(load_settings(), **overrides)
+    config = BuildConfig.from_settings(load_settings(), **overrides)
     extra: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.duckdb"
@@ -96,7 +96,7 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
         cache = AnswerCache(db)
         engine = CachedEngine(ScriptedEngine(WordPolicy(services)), cache)
         started = time.perf_counter()
-        outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
+        outcome = run_build(load_settings(db=db), lambda: engine, config=config, model="scripted-word-policy")
         seconds = time.perf_counter() - started
         if rebuild:
             extra["cached_rebuild"], extra["incremental_update"] = cached_rebuild(
@@ -164,7 +164,7 @@ def cached_rebuild(db: Path, folder: Path, services: list, config, cache, share:
     from a2x_local.registry import sync
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.runner import run_build
+    from a2x_local.taxonomy.build.runner import run_build
     from a2x_local.testing import ScriptedEngine, WordPolicy
 
     export, kinds = changed_export(services, share, folder)
@@ -187,7 +187,7 @@ def cached_rebuild(db: Path, folder: Path, services: list, config, cache, share:
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
     started = time.perf_counter()
-    outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
+    outcome = run_build(load_settings(db=db), lambda: engine, config=config, model="scripted-word-policy")
     seconds = time.perf_counter() - started
     sent = outcome.report["usage"]["total"]
     by_type = outcome.report["usage"]["by_call_type"]

@@ -46,8 +46,8 @@ from a2x_local.search.llm.positions import NONE
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.config import build_config
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree
 from a2x_local.testing import ScriptedEngine, WordPolicy
 
@@ -125,8 +125,9 @@ def build(db: Path, catalogue: list[Service]) -> Tree:
     """The registry and its tree, built by the scripted word policy (as scripts/bench_search.py does)."""
     with connect(db) as con, transaction(con):
         Registry(con).insert(catalogue)
-    config = build_config(load_settings(db=db), keyword_merge="stem")
-    return run_build(db, config, lambda: ScriptedEngine(WordPolicy(catalogue)), model="scripted").tree
+    config = BuildConfig.from_settings(load_settings(db=db), keyword_merge="stem")
+    return run_build(load_settings(db=db), lambda: ScriptedEngine(WordPolicy(catalogue)), config=config,
+                     model="scripted").tree
 
 
 def main() -> None:

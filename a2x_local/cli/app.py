@@ -1,4 +1,5 @@
-"""The Typer application and the registration of every command group."""
+"""The Typer application: its name, help and global options. The command modules add their commands to it (the
+package `a2x_local.cli` imports them), so this module imports none of them."""
 
 from __future__ import annotations
 
@@ -43,22 +44,14 @@ def _root(
     send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)
 
 
-def _register() -> None:
-    # Each module adds its commands to `app`; importing them here keeps the order of `--help` stable.
-    from a2x_local.cli import registry_cmds  # noqa: F401
-    # isort: split
-    from a2x_local.cli import eval_cmds, index_cmds, search_cmds  # noqa: F401  (registers index, search, eval)
-    # isort: split
-    from a2x_local.cli import compose_cmds  # noqa: F401  (registers compose)
-    # isort: split
-    from a2x_local.cli import models_cmds  # noqa: F401  (registers models list|check)
-    # isort: split
-    from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (registers build, tree ...)
-    # isort: split
-    from a2x_local.cli import (
-        lifecycle_cmds,  # noqa: F401  (registers tree update|diff, nightly)
-        serve_cmds,  # noqa: F401  (registers serve)
-    )
+
+def _register_higher_methods() -> None:
+    """The composition root: the search stage knows only its own methods, and the stages above it add theirs here,
+    before any command module builds its `--method` help from the list."""
+    from a2x_local.compose import COMPOSE_SPEC
+    from a2x_local.search import register_method
+
+    register_method(COMPOSE_SPEC, replace=True)
 
 
-_register()
+_register_higher_methods()

@@ -10,7 +10,8 @@ from rich import box
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import JsonOption, console, print_json, settings_for, with_engine_options
+from a2x_local.cli.options import JsonOption, settings_for, with_engine_options
+from a2x_local.cli.output import console, print_json
 from a2x_local.errors import UserError
 from a2x_local.llm import (
     ALIASES_FILE,

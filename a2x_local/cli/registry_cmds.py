@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for, shown
+from a2x_local.cli.options import DbOption, JsonOption, open_registry_db, settings_for
+from a2x_local.cli.output import console, print_json, shown
 from a2x_local.db import transaction
 from a2x_local.registry import (
     FORMATS,

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.settings import SectionConfig
 
 DecomposerName = Literal["auto", "model", "rule"]
 DECOMPOSERS: tuple[str, ...] = ("auto", "model", "rule")
@@ -32,8 +32,3 @@ class ComposeConfig(SectionConfig):
     budget_chars_per_token: float = Field(gt=0)
     temperature: float = Field(ge=0)
     seed: int
-
-
-def compose_config(settings: Settings, **overrides: object) -> ComposeConfig:
-    """The `[compose]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    return ComposeConfig.from_settings(settings, **overrides)

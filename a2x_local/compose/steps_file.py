@@ -17,7 +17,7 @@ from typing import Any
 
 from a2x_local.compose.types import Step
 from a2x_local.errors import InputError, UserError
-from a2x_local.evaluation import JsonFile, read_json_file
+from a2x_local.jsonfiles import JsonFile, JsonLimits, read_json_file
 
 STEPS_HINT = 'expected {"steps": [{"task": "...", "depends_on": []}, ...]}, or a list of {"query", "steps"}'
 
@@ -66,16 +66,18 @@ def parse_steps(path: Path, where: str, raw: Any) -> tuple[Step, ...]:
         if isinstance(item, str):
             item = {"task": item}
         if not isinstance(item, dict):
-            raise InputError(str(path), "a step is a string or an object", entry=where, field=field)
+            raise InputError(str(path), "a step is a string or an object", entry=where, field=field, hint=STEPS_HINT)
         task = item.get("task")
         if not isinstance(task, str) or not task.strip():
-            raise InputError(str(path), "missing or empty task", entry=where, field=f"{field}.task")
+            raise InputError(str(path), "missing or empty task", entry=where, field=f"{field}.task", hint=STEPS_HINT)
         step_id = item.get("id", f"s{index + 1}")
         if not isinstance(step_id, str | int) or str(step_id) in given:
-            raise InputError(str(path), "step ids must be unique strings", entry=where, field=f"{field}.id")
+            raise InputError(str(path), "step ids must be unique strings", entry=where, field=f"{field}.id",
+                             hint=STEPS_HINT)
         depends = item.get("depends_on", [])
         if not isinstance(depends, list) or not all(isinstance(d, str | int) for d in depends):
-            raise InputError(str(path), "depends_on is a list of step ids", entry=where, field=f"{field}.depends_on")
+            raise InputError(str(path), "depends_on is a list of step ids", entry=where, field=f"{field}.depends_on",
+                             hint=STEPS_HINT)
         unknown = [str(d) for d in depends if str(d) not in given]
         if unknown:
             raise InputError(str(path), f"depends on {unknown[0]!r}, which is not an earlier step", entry=where,
@@ -95,10 +97,11 @@ def _content(found: JsonFile) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def load_steps_file(path: Path | str) -> StepsBook:
-    """The decompositions of a steps file, every entry checked before any is used."""
+def load_steps_file(path: Path | str, limits: JsonLimits | None = None) -> StepsBook:
+    """The decompositions of a steps file, every entry checked before any is used (a file over ``limits`` is
+    refused: default, the packaged `[registry]` limits)."""
     path = Path(path)
-    found = read_json_file(path, what="steps", hint=STEPS_HINT)
+    found = read_json_file(path, what="steps", hint=STEPS_HINT, limits=limits)
     data = _content(found)
     if isinstance(data, dict) and "steps" in data and "query" not in data:
         return StepsBook(path, parse_steps(path, "0", data["steps"]), {})

@@ -20,17 +20,17 @@ from typing import Any
 
 from a2x_local.db import connect
 from a2x_local.errors import A2XError
-from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.config import LifecycleConfig
 from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.gate import run_gate
 from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyLock
 from a2x_local.lifecycle.report import write_report
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.lifecycle.update import run_update
-from a2x_local.llm import AnswerCache, Engine, cache_config
+from a2x_local.llm import AnswerCache, CacheConfig, Engine
 from a2x_local.registry import Limits, Registry, RegistryConfig, sync
 from a2x_local.settings import Settings
-from a2x_local.taxonomy import activate, active_build_id, build_config, get_build, load_tree, run_build
+from a2x_local.taxonomy import activate, active_build_id, get_build, load_tree, run_build
 
 EXIT_OK, EXIT_FAILED, EXIT_GATE_REFUSED = 0, 1, 3
 EXIT_CODES = {EXIT_OK: "a new tree was activated, or nothing changed", EXIT_FAILED: "the job failed (see the report's"
@@ -65,7 +65,7 @@ class NightlyOutcome:
 def report_path(settings: Settings, request: NightlyRequest, started: datetime) -> Path:
     if request.report is not None:
         return Path(request.report)
-    folder = Path(lifecycle_config(settings).report_dir).expanduser()
+    folder = Path(LifecycleConfig.from_settings(settings).report_dir).expanduser()
     if not folder.is_absolute():
         folder = settings.home / folder
     return folder / f"nightly-{started:%Y%m%d-%H%M%S}.json"
@@ -90,14 +90,26 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
         except A2XError as exc:
             code, error = exc.exit_code, exc
             report["status"], report["error"] = "failed", exc.to_dict()
+            _record_active_after(settings, report)
         except KeyboardInterrupt:
             report["status"] = "interrupted"
+            _record_active_after(settings, report)
             _finish(report, engines, clock, 130, path)
             raise
         finally:
             engines.close()
         _finish(report, engines, clock, code, path)
     return NightlyOutcome(report, path, code, error)
+
+
+def _record_active_after(settings: Settings, report: dict[str, Any]) -> None:
+    """After a failed or interrupted job: the tree that is active now (a failure activates nothing, so the one that
+    was). A registry that cannot be read leaves the key out, and the report says "unknown", not "none"."""
+    try:
+        with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode="read") as con:
+            report["active_after"] = active_build_id(con)
+    except A2XError as exc:   # the job's own error is already in the report; this one only costs the line
+        report["active_after_error"] = exc.message
 
 
 def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int, path: Path) -> None:
@@ -110,18 +122,17 @@ def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int
 
 def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, report: dict[str, Any], path: Path,
          observer: Any) -> int:
-    config = lifecycle_config(settings, max_drop=request.max_drop, keep_trees=request.keep)
+    config = LifecycleConfig.from_settings(settings, max_drop=request.max_drop, keep_trees=request.keep)
     registry_config = RegistryConfig.from_settings(settings)
     db, timeout = settings.db_path, settings.lock_timeout_s
     with connect(db, lock_timeout_s=timeout) as con:
+        active = report["active_before"] = active_build_id(con)   # known even when the sync fails
         result = sync(con, request.source, max_remove_share=registry_config.sync_max_remove_share, fmt=request.fmt,
                       limits=Limits.from_config(registry_config), force=request.force)
-        active = active_build_id(con)
         registry = Registry(con)
         fingerprint, size = registry.fingerprint(), registry.count()
         current = active is not None and get_build(con, active).registry_fingerprint == fingerprint
     report["sync"] = result.to_dict()
-    report["active_before"] = active
     changed = len(result.added) + len(result.updated) + len(result.removed)
     share = changed / max(size, 1)
     if active is None:
@@ -146,9 +157,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
         if candidate is None:
             action = report["action"] = "none"
     elif action == "build":
-        built = run_build(db, build_config(settings), engines.get, model=request.model, observer=observer,
-                          close_engine=False, lock_timeout_s=timeout,
-                          checkpoint_wait_s=registry_config.checkpoint_wait_s, activate=False)
+        built = run_build(settings, engines.get, model=request.model, observer=observer, close_engine=False,
+                          activate=False)
         candidate = built.build_id
         report["build"] = {"id": built.build_id, "tree": built.report["tree"], "usage": built.report["usage"],
                            "engine_rounds": built.report["engine_rounds"], "notes": built.notes}
@@ -181,5 +191,5 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
         report["retention"] = apply_retention(con, config.keep_trees)
         report["active_after"] = active_build_id(con)
     cache = AnswerCache(db, lock_timeout_s=timeout)
-    report["cache"] = {"expired": cache.prune(cache_config(settings).keep_days), "entries": cache.size()}
+    report["cache"] = {"expired": cache.prune(CacheConfig.from_settings(settings).keep_days), "entries": cache.size()}
     return code

@@ -41,7 +41,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
                              f" {gate['max_drop']:.1f} allowed"))
     elif gate:
         rows.append(("gate", gate.get("skipped", "")))
-    rows.append(("active tree", f"{report.get('active_before')} → {report.get('active_after')}"))
+    rows.append(("active tree", f"{_tree(report, 'active_before')} → {_tree(report, 'active_after')}"))
     retention = report.get("retention")
     if retention:
         rows.append(("retention", f"kept {retention['kept']}, deleted {retention['deleted'] or 'none'}"))
@@ -54,3 +54,10 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("error", report["error"]["message"]))
     rows.append(("wall time", f"{report.get('wall_seconds', 0):.1f} s"))
     return rows
+
+
+def _tree(report: dict[str, Any], key: str) -> str:
+    """A tree id of the report: "none" when no tree was active, "unknown" when the job could not read it."""
+    if key not in report:
+        return "unknown"
+    return "none" if report[key] is None else str(report[key])

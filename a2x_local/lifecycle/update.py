@@ -16,7 +16,7 @@ from typing import Any
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.config import LifecycleConfig
 from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.placement import (
     BY_EMBEDDING,
@@ -32,9 +32,9 @@ from a2x_local.llm import Engine, Usage
 from a2x_local.registry import Registry
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import (
+    BuildConfig,
     BuildLock,
     Tree,
-    build_config,
     get_build,
     load_active_tree,
     load_tree,
@@ -83,8 +83,8 @@ def run_update(settings: Settings, *, load_engine: EngineLoader | None, model: s
     ``placement`` "model" needs ``load_engine`` (called only when there is model work); "embedding" loads no LLM
     and re-splits nothing (over-full leaves are listed for a later `tree update` with the model).
     """
-    config = lifecycle_config(settings, placement=placement)
-    build = build_config(settings, **(build_overrides or {}))
+    config = LifecycleConfig.from_settings(settings, placement=placement)
+    build = BuildConfig.from_settings(settings, **(build_overrides or {}))
     by_model = config.placement == "model"
     if by_model and load_engine is None:
         raise UserError("placement by the model needs a model", hint="pass --model, or --placement embedding")

@@ -4,7 +4,7 @@ private to it."""
 
 from a2x_local.llm.accounting import Usage
 from a2x_local.llm.base import Engine
-from a2x_local.llm.cache import AnswerCache, cache_config, with_answer_cache
+from a2x_local.llm.cache import AnswerCache, CacheConfig, with_answer_cache
 from a2x_local.llm.config import EngineName
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
 from a2x_local.llm.embedding import (
@@ -34,6 +34,7 @@ __all__ = [
     "ENGINE_OPTION_NAMES",
     "STRUCTURED_BACKENDS",
     "AnswerCache",
+    "CacheConfig",
     "Constraint",
     "EmbeddingAlias",
     "EmbeddingModel",
@@ -51,7 +52,6 @@ __all__ = [
     "alias_path",
     "as_data",
     "build_tiny_model",
-    "cache_config",
     "check_ref",
     "clip",
     "count_text_tokens",

@@ -44,7 +44,8 @@ class EngineOptions(BaseModel):
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            raise UserError(f"engine options: {validation_problems(exc)}") from exc
+            raise UserError(f"engine options: {validation_problems(exc)}",
+                            hint="see `a2x-local COMMAND --help` for each flag's allowed values") from exc
 
     @property
     def engine_name(self) -> str | None:

@@ -90,7 +90,8 @@ def collect(paths: Sequence[Path], fmt: str = "auto", limits: Limits | None = No
         for service in group:
             if service.id in seen:
                 raise InputError(str(path), f"duplicate id (first seen in {seen[service.id]})",
-                                 entry=repr(service.id), field="id")
+                                 entry=repr(service.id), field="id",
+                                 hint="give every service its own id (the message names where each copy is)")
             seen[service.id] = service.source or str(path)
             services.append(service)
     return files, services
@@ -115,7 +116,8 @@ def read_incoming(registry: Registry, paths: Sequence[Path], fmt: str = "auto", 
 
     Shared by ingest and sync, which differ only in what they do with the changes and with what is missing."""
     if not paths:
-        raise UserError("no input paths given")
+        raise UserError("no input paths given",
+                        hint="name the files or folders to read, e.g. a2x-local ingest data/sample")
     files, services = collect(paths, fmt, limits, server)
     existing = registry.get_many(s.id for s in services)
     incoming = Incoming(files=files, services=services)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
+from a2x_local.costs import AnswerCost
 from a2x_local.errors import UserError
 
 EMPTY_QUERY_HINT = 'say what the agent needs, e.g. a2x-local search "convert currencies"'
+# Every selection mode an LLM method may take (a method's spec says which it does): everything that could help,
+# what the task needs, the single best service.
+Mode = Literal["get_all", "get_important", "get_one"]
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)
@@ -29,19 +34,21 @@ class Hit:
     path: list[str] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
+class SearchCost(AnswerCost):
+    """What one search cost (`AnswerCost`: calls, tokens, rounds), and what its model was shown and could answer."""
+
+    candidates_shown: int = 0
+    capped: int = 0               # answers that filled a cap below the list offered: possible silent cuts
+
+
 @dataclass
-class SearchAnswer:
+class SearchAnswer(SearchCost):
     """A method's answer to one query, with what it cost."""
 
     query: str
     hits: list[Hit]
     ranked: bool
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    rounds: int = 0
-    candidates_shown: int = 0
-    capped: int = 0               # answers that filled a cap below the list offered: possible silent cuts
     seconds: float = 0.0
     trace: dict[str, Any] | None = None
     error: str | None = None

@@ -89,18 +89,15 @@ class Discovery:
                              f"{self.config.max_query_chars:,}", hint="shorten it to what the agent needs",
                              code="QueryTooLong")
         if k is not None and not 1 <= k <= self.config.max_k:
-            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK")
+            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK",
+                             hint=f"ask for 1 to {self.config.max_k} results ([serve] max_k sets the most)")
 
     def check(self, query: SearchQuery) -> tuple[str, str | None]:
         """The method and mode the query will run with; anything outside the limits is refused (400)."""
         self.check_limits(query.query, query.k)
         name = query.method or self.config.default_method
         self.state.check_method(name)
-        modes = method_spec(name).modes
-        if query.mode is not None and query.mode not in modes:
-            accepted = ", ".join(modes) if modes else "none (it has no modes)"
-            raise BadRequest(f"method '{name}' does not take mode '{query.mode}'", hint=f"modes: {accepted}",
-                             code="BadMode")
+        method_spec(name).check_mode(query.mode)    # a ModeError: 400 BadMode
         return name, query.mode
 
     async def search(self, query: SearchQuery) -> SearchResult:
@@ -112,7 +109,7 @@ class Discovery:
             method = await self._blocking(lambda: self.state.method(name, snapshot))
         request = SearchRequest(query.query.strip(), k=query.k, mode=mode)
         with counted(self.metrics, name, failure="the search failed", code="SearchFailed"):
-            llm = self.state.needs_model(name)
+            llm = self.state.uses_engine(name)
             concurrency = self.config.llm_batch_concurrency if llm else self.config.retrieval_batch_concurrency
             scope = self.state.participant if llm else None
             answer = await self.batcher.search(method, request, self.config.request_timeout_s, concurrency, scope)
@@ -148,13 +145,13 @@ class Discovery:
         return results
 
     def methods(self) -> list[MethodInfo]:
+        """Every method, with its declared facts and whether this server can run it."""
         infos = []
         for name in method_names():
             spec = method_spec(name)
-            llm = self.state.needs_model(name)
-            infos.append(MethodInfo(name=name, summary=spec.summary, llm=llm,
-                                    available=not llm or self.state.engine is not None, modes=list(spec.modes),
-                                    default=name == self.config.default_method))
+            infos.append(MethodInfo(name=name, summary=spec.summary, llm=spec.needs_engine, engine=spec.engine,
+                                    available=self.state.can_run(spec), modes=list(spec.modes), cost=spec.cost,
+                                    cost_note=spec.cost_note, default=name == self.config.default_method))
         return infos
 
     # --- the tree and the services --------------------------------------------------------------------------------

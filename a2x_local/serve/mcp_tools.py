@@ -64,13 +64,15 @@ async def _answer(work: Any) -> Any:
     try:
         return await work
     except A2XError as exc:
-        raise ToolError(f"{exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
+        # The code leads, as the HTTP API's "error" field does, so an agent can tell errors apart without parsing.
+        raise ToolError(f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
 
 
 def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them)."""
     config = discovery.config
-    names = [info.name for info in discovery.methods() if info.available]
+    names = discovery.state.offered()
+    step_names = discovery.state.offered(steps=True)
     # WARNING: the SDK configures the root logger at this level, and INFO would log every HTTP request made.
     server = MCPServer("a2x-local", title="a2x-local service discovery", instructions=INSTRUCTIONS,
                        version=__version__, log_level="WARNING")
@@ -92,7 +94,8 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     async def compose_plan(
         request: Annotated[str, Field(min_length=1, max_length=config.max_query_chars,
                                       description="The whole task, in words.")],
-        method: Annotated[str | None, Field(description=f"Step search method, one of: {', '.join(names)}.")] = None,
+        method: Annotated[str | None,
+                          Field(description=f"Step search method, one of: {', '.join(step_names)}.")] = None,
         k: Annotated[int | None, Field(ge=1, le=config.max_k, description="Candidates per step.")] = None,
     ) -> Plan:
         return await _answer(planning.plan(ComposeQuery(request=request, method=method, k=k)))

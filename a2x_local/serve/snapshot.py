@@ -96,7 +96,9 @@ def read_only(db_path: Path, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnec
                                 busy=f"{db_path}: another process holds the registry database",
                                 hint="the server keeps answering from the snapshot it has")
     except duckdb.Error as exc:
-        raise UserError(f"{db_path}: cannot read the registry database: {exc}") from exc
+        raise UserError(f"{db_path}: cannot read the registry database: {exc}",
+                        hint="check the database file the server was started with (--db); it keeps answering from"
+                             " the snapshot it has") from exc
     try:
         yield con
     finally:

@@ -21,7 +21,7 @@ from a2x_local.taxonomy import (
     load_tree,
     save_import,
 )
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
 from tests.support.registries import make_registry
@@ -33,7 +33,7 @@ CONFIG = world_config()
 def template(tmp_path_factory):
     """A registry of 18 services and its built tree: Music, Travel, Weather, six services each."""
     db = make_registry(tmp_path_factory.mktemp("update") / "template.duckdb", services(BASE, 3))
-    run_build(db, CONFIG, lambda: ScriptedEngine(World()), model="scripted")
+    run_build(load_settings(db=db), lambda: ScriptedEngine(World()), config=CONFIG, model="scripted")
     return db
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from a2x_local.cli import common
+from a2x_local.cli import output
 from a2x_local.db import connect
 from a2x_local.errors import UserError
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
@@ -35,7 +36,8 @@ def template(tmp_path_factory, toolret_subset):
     """A database with one completed build (built once per module; tests work on copies)."""
     db = make_registry(tmp_path_factory.mktemp("cli") / "template.duckdb", toolret_subset)
     config = small_config(max_children=8)
-    outcome = run_build(db, config, lambda: ScriptedEngine(WordPolicy(toolret_subset)), model="scripted")
+    outcome = run_build(load_settings(db=db), lambda: ScriptedEngine(WordPolicy(toolret_subset)), config=config,
+                        model="scripted")
     return db, {"build": outcome.build_id, "active": True, "resumed": False, "stats": outcome.report}
 
 
@@ -179,10 +181,11 @@ def test_progress_shows_each_round_with_its_services_and_tokens(tmp_path):
     services = synthetic(["weather", "travel"], 20)
     db = make_registry(tmp_path / "r.duckdb", services)
     progress = Progress(console=Console(file=io.StringIO(), width=200))
-    observer = common.RoundProgress(progress)
+    observer = output.RoundProgress(progress)
     with progress:
-        run_build(db, small_config(leaf_max_services=25, keyword_path_min_services=1000), lambda: ScriptedEngine(
-            DomainRule()), model="scripted", observer=observer)
+        run_build(load_settings(db=db), lambda: ScriptedEngine(DomainRule()),
+                  config=small_config(leaf_max_services=25, keyword_path_min_services=1000), model="scripted",
+                  observer=observer)
     descriptions = [task.description for task in progress.tasks]
     assert "level 0 · design · 40 services" in descriptions
     assert "level 0 · assign · 40 services" in descriptions

@@ -16,10 +16,11 @@ import pytest
 from a2x_local.db import connect
 from a2x_local.errors import BuildRunningError, UserError
 from a2x_local.registry.store import Registry
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.paths import ROOT
 from tests.support.processes import python_command, tree_env
@@ -52,7 +53,8 @@ def engine_for(services, *, fail_at: int | None = None, error: type[BaseExceptio
 
 def build(db_path, services, *, config=None, engine=None, resume=False, model="scripted-word"):
     engine = engine or engine_for(services)
-    return run_build(db_path, config or RUNNER, lambda: engine, model=model, resume=resume), engine
+    return run_build(load_settings(db=db_path), lambda: engine, config=config or RUNNER, model=model,
+                     resume=resume), engine
 
 
 def rows(db_path, build_id):
@@ -165,7 +167,7 @@ def test_a_model_that_fails_to_load_is_recorded_as_failed(tmp_path):
         raise OSError("no such file: model.safetensors")
 
     with pytest.raises(UserError, match="model failed to load: OSError"):
-        run_build(db, small_config(), load, model="missing")
+        run_build(load_settings(db=db), load, config=small_config(), model="missing")
     with connect(db) as con:
         [record] = store.list_builds(con)
         assert record.status == "failed" and "model.safetensors" in record.error
@@ -244,7 +246,9 @@ import json, sys, time
 from pathlib import Path
 from a2x_local.testing import ScriptedEngine
 from a2x_local.registry.types import Service
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.settings import load_settings
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.testing import WordPolicy
 from a2x_local.testing import WordPolicy
 from tests.taxonomy.test_runner import RUNNER
 
@@ -260,7 +264,7 @@ def generate(requests):
     return original(requests)
 
 engine._generate = generate
-run_build(db, RUNNER, lambda: engine, model="scripted-word")
+run_build(load_settings(db=db), lambda: engine, config=RUNNER, model="scripted-word")
 """
 
 
@@ -299,8 +303,8 @@ def test_a_chinese_registry_gets_categories_named_in_chinese_and_the_record_says
                 for domain, label in names.items() for i in range(20)]
     db = make_registry(tmp_path / "zh.duckdb", services)
     recorder = Recorder(DomainRule())
-    outcome = run_build(db, small_config(leaf_max_services=25, keyword_path_min_services=1000),
-                        lambda: ScriptedEngine(recorder), model="scripted")
+    outcome = run_build(load_settings(db=db), lambda: ScriptedEngine(recorder),
+                        config=small_config(leaf_max_services=25, keyword_path_min_services=1000), model="scripted")
     with connect(db) as con:
         assert store.get_build(con, outcome.build_id).thresholds["category_language"] == "Chinese"
     designs = recorder.of("design")

@@ -15,9 +15,10 @@ import pytest
 from a2x_local.db import connect, transaction
 from a2x_local.errors import UserError
 from a2x_local.registry import Registry
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.spill import spill_path
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.build.spill import spill_path
 from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.paths import ROOT
 from tests.support.processes import python_command, tree_env
@@ -62,7 +63,10 @@ class Scripted:
 
 def build(db: Path, scripted: Scripted | None = None, **kwargs):
     scripted = scripted or Scripted()
-    return run_build(db, CONFIG, lambda: scripted.engine, model="scripted-word", **kwargs), scripted
+    # The database waits are [registry] settings, as every command reads them.
+    waits = {key: kwargs.pop(key) for key in ("lock_timeout_s", "checkpoint_wait_s") if key in kwargs}
+    settings = load_settings(db=db).with_overrides("registry", **waits)
+    return run_build(settings, lambda: scripted.engine, config=CONFIG, model="scripted-word", **kwargs), scripted
 
 
 def tree_rows(db: Path, build_id: int) -> tuple:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError, UserError
+from a2x_local.jsonfiles import read_json
 from a2x_local.registry.formats import a2a_card, mcp_server, mcp_tools, service_list, skills, tabular
-from a2x_local.registry.formats._common import Limits, load_json
+from a2x_local.registry.formats._common import FORMAT_HINT, Limits
 from a2x_local.registry.formats._walk import SERVICE_FILE_SUFFIXES, SKILL_FILE, check_name, walk_files
 from a2x_local.registry.types import Service
 
@@ -41,7 +42,7 @@ def detect_file(path: Path, data: Any = None, limits: Limits | None = None) -> s
         return "jsonl"
     if path.suffix.lower() == ".csv":
         return "csv"
-    data = load_json(path, limits or Limits.defaults()) if data is None else data
+    data = read_json(path, limits or Limits.defaults()) if data is None else data
     for module in _JSON_FORMATS:
         if module.matches(data):
             return module.NAME
@@ -62,12 +63,12 @@ def _parse_file(path: Path, fmt: str, limits: Limits, server: str | None) -> tup
         return fmt, tabular.parse_jsonl(path, limits)
     if fmt == "csv":
         return fmt, tabular.parse_csv(path, limits)
-    data = load_json(path, limits)
+    data = read_json(path, limits)
     if fmt == "auto":
         fmt = detect_file(path, data, limits)
     module = {m.NAME: m for m in _JSON_FORMATS}[fmt]
     if not module.matches(data) and fmt != service_list.NAME:
-        raise InputError(str(path), f"does not look like {fmt} ({module.SUMMARY})")
+        raise InputError(str(path), f"does not look like {fmt} ({module.SUMMARY})", hint=FORMAT_HINT)
     return fmt, module.parse(path, data, limits, server=server)
 
 
@@ -76,10 +77,12 @@ def read_path(path: Path, fmt: str = "auto", limits: Limits | None = None,
     """Read one file or folder into (file, format, services) groups; raises on the first bad entry."""
     limits = limits or Limits.defaults()
     if fmt not in FORMATS:
-        raise UserError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise UserError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}",
+                        hint="`a2x-local ingest --help` describes each format; auto detects it from the file")
     check_name(path)
     if not path.exists():
-        raise InputError(str(path), "is a broken symbolic link" if path.is_symlink() else "no such file or folder")
+        raise InputError(str(path), "is a broken symbolic link" if path.is_symlink() else "no such file or folder",
+                         hint="check the path")
     if path.is_dir():
         return _read_folder(path, fmt, limits, server)
     detected, services = _parse_file(path, fmt, limits, server)
@@ -95,7 +98,9 @@ def _read_folder(path: Path, fmt: str, limits: Limits, server: str | None) -> li
         groups.append((path, skills.NAME, skills.parse_files(skill_files, limits)))
     if fmt == skills.NAME:
         if not skill_files:
-            raise InputError(str(path), "contains no SKILL.md files")
+            raise InputError(str(path), "contains no SKILL.md files",
+                             hint="point at a folder of skills (each in its own folder with a SKILL.md), or use"
+                             " another --format")
         return groups
     skill_dirs = {file.parent for file in skill_files}
     files = [p for p in every
@@ -103,7 +108,8 @@ def _read_folder(path: Path, fmt: str, limits: Limits, server: str | None) -> li
     for file in files:
         groups.extend(read_path(file, fmt, limits, server))
     if not groups:
-        raise InputError(str(path), "contains no .json, .jsonl, .csv or SKILL.md files")
+        raise InputError(str(path), "contains no .json, .jsonl, .csv or SKILL.md files",
+                         hint="point at the service files themselves, or at a folder that holds them")
     return groups
 
 

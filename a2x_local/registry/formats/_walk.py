@@ -52,7 +52,8 @@ def walk_files(folder: Path) -> list[Path]:
                 is_dir = entry.is_dir()
                 is_file = entry.is_file()
             except OSError as exc:  # ELOOP: a link that points at itself
-                raise InputError(str(path), f"is a symbolic link loop: {exc.strerror or exc}") from exc
+                raise InputError(str(path), f"is a symbolic link loop: {exc.strerror or exc}",
+                                 hint="remove the loop, or point at the files themselves") from exc
             if is_dir:
                 todo.append((path, (*ancestors, identity)))
             elif is_file:

@@ -2,32 +2,24 @@
 
 ``Builder.step`` advances the state to the end of the next engine round (doing the model-free work on the way:
 vocabulary merging, finalising a level, the leaf-size re-check), so the caller can checkpoint after each round.
-The number of sequential rounds therefore depends on depth and refine passes, not on the number of services.
+The number of sequential rounds therefore depends on depth and refine passes, not on the number of services. A
+level's steps come from one table (`steps.STEPS`); cross-domain placement runs once the tree stands.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request, Result
 from a2x_local.registry import Service
-from a2x_local.taxonomy import assign, crossdomain, design, keywords, refine
-from a2x_local.taxonomy.calls import Planned
+from a2x_local.taxonomy.build import crossdomain, design
+from a2x_local.taxonomy.build.calls import Planned
+from a2x_local.taxonomy.build.finalise import finalise
+from a2x_local.taxonomy.build.state import BuildState, NodeWork
+from a2x_local.taxonomy.build.steps import STEPS, Level
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.finalise import finalise
-from a2x_local.taxonomy.state import (
-    ASSIGN,
-    DESIGN,
-    KEYWORDS,
-    REDESIGN,
-    REFINE,
-    STEP_ORDER,
-    VALIDATE,
-    BuildState,
-    NodeWork,
-)
 
 SPLIT, CROSS_PICK, CROSS_PLACE, FINISHED = "split", "cross_pick", "cross_place", "done"
 
@@ -57,6 +49,7 @@ class Builder:
         # Description design requests rendered while choosing a node's mode, reused by its design round (not part
         # of the checkpoint: a resumed build renders them again, identically).
         self._described: dict[str, Request] = {}
+        self._level = Level(services, config, engine, state, self._described)
 
     @property
     def finished(self) -> bool:
@@ -85,17 +78,21 @@ class Builder:
                 self._after_splitting()
                 return None
             self._start_level()
-        stage = next((s for s in STEP_ORDER if any(w.status == s for w in state.work.values())), None)
-        if stage is None:
+        step = next((s for s in STEPS if any(w.status == s.name for w in state.work.values())), None)
+        if step is None:
             self._finalise_level()
             return None
-        works = [state.work[n] for n in sorted(state.work) if state.work[n].status == stage]
-        planned = self._plan(stage, works)
+        works = [state.work[n] for n in sorted(state.work) if state.work[n].status == step.name]
+        planned = step.plan(self._level, works)
         if planned:
-            results = self._round(stage, planned)
-            self._apply(stage, planned, results)
-        self._after(stage, works)
-        return stage if planned else None
+            results = self._round(step.name, planned)
+            for plan, result in zip(planned, results, strict=True):
+                step.apply(self._level, state.work[plan.node], plan, result)
+        if step.after is not None:      # model-free work ending the step, for every node that took part
+            for work in works:
+                if work.status == step.name:
+                    step.after(self._level, work)
+        return step.name if planned else None
 
     def _start_level(self) -> None:
         state = self.state
@@ -113,43 +110,6 @@ class Builder:
                 self._described[node_id] = request
             state.work[node_id] = work
         state.queue = []
-
-    def _plan(self, stage: str, works: list[NodeWork]) -> list[Planned]:
-        args = (self.config, self.engine, self.state)
-        planners: dict[str, Callable[[], list[Planned]]] = {
-            KEYWORDS: lambda: keywords.keyword_requests(works, self.services, *args),
-            DESIGN: lambda: design.design_requests(works, self.services, *args, rendered=self._described),
-            VALIDATE: lambda: design.validation_requests(works, *args),
-            REDESIGN: lambda: design.redesign_requests(works, *args),
-            REFINE: lambda: refine.refine_requests(works, self.services, *args),
-            ASSIGN: lambda: assign.assign_requests(works, self.services, *args),
-        }
-        return planners[stage]()
-
-    def _apply(self, stage: str, planned: list[Planned], results: list[Result]) -> None:
-        state, config = self.state, self.config
-        for plan, result in zip(planned, results, strict=True):
-            work = state.work[plan.node]
-            if stage == KEYWORDS:
-                keywords.apply_keywords(work, plan, result, state)
-            elif stage == DESIGN:
-                design.apply_design(work, result, config, state, is_root=plan.node == state.root_id)
-            elif stage == VALIDATE:
-                design.apply_validation(work, result, state)
-            elif stage == REDESIGN:
-                design.apply_redesign(work, result, config, state)
-            elif stage == REFINE:
-                refine.apply_refine(work, result, config, state)
-            else:
-                assign.apply_assign(work, plan, result, state)
-
-    def _after(self, stage: str, works: list[NodeWork]) -> None:
-        """Model-free work that ends a step for every node that took part, answered or not."""
-        for work in works:
-            if stage == KEYWORDS and work.status == KEYWORDS:
-                self.state.vocabulary.append(keywords.merge_vocabulary(work, self.config))
-            elif stage == ASSIGN and work.status == ASSIGN:
-                assign.after_pass(work, self.config)
 
     def _finalise_level(self) -> None:
         state = self.state

@@ -20,16 +20,17 @@ from a2x_local.db import connect, transaction
 from a2x_local.errors import A2XError, UserError
 from a2x_local.llm import Engine, Usage
 from a2x_local.registry import Registry, RegistryConfig, Service
+from a2x_local.settings import Settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.builder import Builder, RoundObserver
+from a2x_local.taxonomy.build.builder import Builder, RoundObserver
+from a2x_local.taxonomy.build.keywords import require_embedding
+from a2x_local.taxonomy.build.language import with_category_language
+from a2x_local.taxonomy.build.report import build_report
+from a2x_local.taxonomy.build.spill import read_spill, remove_spill, write_spill
+from a2x_local.taxonomy.build.state import BuildState
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.keywords import require_embedding
-from a2x_local.taxonomy.language import with_category_language
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
-from a2x_local.taxonomy.report import build_report
-from a2x_local.taxonomy.spill import read_spill, remove_spill, write_spill
-from a2x_local.taxonomy.state import BuildState
 from a2x_local.taxonomy.types import Tree
 
 # What --resume may continue (a build still marked running is marked interrupted first: see _prepare).
@@ -62,21 +63,23 @@ class _Waits:
     checkpoint: float
 
 
-def run_build(db_path: Path, config: BuildConfig, load_engine: Callable[[], Engine], *, model: str,
+def run_build(settings: Settings, load_engine: Callable[[], Engine], *, model: str, config: BuildConfig | None = None,
               resume: bool = False, observer: RoundObserver | None = None, close_engine: bool = True,
-              lock_timeout_s: float = 30.0, checkpoint_wait_s: float | None = None,
               activate: bool = True) -> BuildOutcome:
-    """Build (or resume) a tree, store it and (``activate``) make it active; every failure leaves a resumable record.
-    The nightly job builds with ``activate=False`` and switches only after its gate.
+    """Build (or resume) a tree of the registry at ``settings.db_path``, store it and (``activate``) make it active;
+    every failure leaves a resumable record. The nightly job builds with ``activate=False`` and switches only after
+    its gate.
 
-    ``checkpoint_wait_s``: how long a finished round waits for a busy database (default: `[registry]`
-    checkpoint_wait_s); past it, the round is kept in a file and the build stops, resumable."""
+    ``config``: the build's settings (default: the settings' `[build]` table, as `BuildConfig.from_settings` gives
+    it with a command's flags). The database waits are the settings' `[registry]` lock_timeout_s and
+    checkpoint_wait_s (how long a finished round waits for a busy database; past it, the round is kept in a file
+    and the build stops, resumable)."""
+    config = config or BuildConfig.from_settings(settings)
     require_embedding(config)
-    waits = _Waits(lock_timeout_s, RegistryConfig.defaults().checkpoint_wait_s if checkpoint_wait_s is None
-                   else checkpoint_wait_s)
+    db_path = settings.db_path
+    waits = _Waits(settings.lock_timeout_s, RegistryConfig.from_settings(settings).checkpoint_wait_s)
     with BuildLock(db_path):
-        run, services, config = _prepare(db_path, config, model=model, resume=resume,
-                                         lock_timeout_s=lock_timeout_s)
+        run, services, config = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=waits.start)
         return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
                         waits=waits, activate=activate)
 

@@ -13,11 +13,10 @@ from a2x_local.taxonomy.types import ROOT_ID, Tree, TreeNode
 
 STATE_VERSION = 1
 
-# Per-node status while a level is being split, in the order a node moves through them.
+# Per-node status while a level is being split: the step the node waits for (their order is the step table's,
+# steps.STEPS), or where it ended: split (done) or left a leaf (unsplit).
 KEYWORDS, DESIGN, VALIDATE, REDESIGN, ASSIGN, REFINE, DONE, UNSPLIT = (
     "keywords", "design", "validate", "redesign", "assign", "refine", "done", "unsplit")
-# The step order a level runs in; nodes of one level move through it in lockstep.
-STEP_ORDER = (KEYWORDS, DESIGN, VALIDATE, REDESIGN, REFINE, ASSIGN)
 
 
 @dataclass

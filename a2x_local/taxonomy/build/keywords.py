@@ -25,10 +25,10 @@ from a2x_local.llm import (
     resolve_embedding_model,
 )
 from a2x_local.registry import Service
-from a2x_local.taxonomy.calls import Planned, context_for, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.build.calls import Planned, context_for, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.build.schemas import keywords_item, lines_budget, lines_regex, parse_lines
+from a2x_local.taxonomy.build.state import DESIGN, BuildState, NodeWork
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.schemas import keywords_item, lines_budget, lines_regex, parse_lines
-from a2x_local.taxonomy.state import DESIGN, BuildState, NodeWork
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 

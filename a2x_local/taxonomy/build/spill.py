@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from a2x_local.errors import UserError
+from a2x_local.errors import InputError, UserError
+from a2x_local.jsonfiles import read_json
 
 
 def spill_path(db_path: Path, build_id: int) -> Path:
@@ -42,12 +43,13 @@ def read_spill(db_path: Path, build_id: int) -> tuple[int, str, dict[str, Any]] 
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
         if data["build_id"] != build_id:
             raise ValueError(f"it belongs to build {data['build_id']}")
         return int(data["round"]), str(data["stage"]), dict(data["state"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: the kept round of build {build_id} cannot be read: {exc}",
+    except (InputError, ValueError, KeyError, TypeError) as exc:
+        reason = exc.message if isinstance(exc, InputError) else exc
+        raise UserError(f"{path}: the kept round of build {build_id} cannot be read: {reason}",
                         hint="move the file aside to resume from the database's last checkpoint instead") from exc
 
 

@@ -1,4 +1,5 @@
-"""What every command shares: the database and output options, option bundles declared once, progress bars.
+"""The flags every command shares and what they resolve to: `--db` and `--json`, the settings, the registry
+database, option bundles declared once, and the engine a command starts when it first needs one.
 
 An option bundle is a set of flags declared here once and added to any command by a decorator; the command receives
 them as one value (`EngineOptions`, `MethodChoice`), so no command lists them again or passes them on by name.
@@ -9,10 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import re
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,19 +18,19 @@ from typing import Annotated, Any
 
 import duckdb
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from a2x_local.db import Mode, connect
-from a2x_local.errors import A2XError
 from a2x_local.evaluation import load_query_texts
-from a2x_local.llm import ENGINE_NAMES, STRUCTURED_BACKENDS, EngineOptions, Result, make_engine, with_answer_cache
-from a2x_local.search import ProgressFactory, check_queries, method_names, method_spec, parse_option_pairs
-from a2x_local.settings import Settings, load_settings
-
-console = Console()
-err_console = Console(stderr=True)
+from a2x_local.llm import (
+    ENGINE_NAMES,
+    STRUCTURED_BACKENDS,
+    EngineOptions,
+    load_aliases,
+    make_engine,
+    with_answer_cache,
+)
+from a2x_local.search import ModeError, check_queries, method_names, method_spec, parse_option_pairs
+from a2x_local.settings import Settings, check_config, load_settings
 
 DbOption = Annotated[
     Path | None,
@@ -43,12 +41,18 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 
 def settings_for(ctx: typer.Context | None, db: Path | None = None) -> Settings:
-    """Settings with the command's `--db`, else the global `--db`, else environment and config files."""
+    """Settings with the command's `--db`, else the global `--db`, else environment and config files.
+
+    The whole configuration is checked here, whichever part the command reads: a misspelt table or key in any
+    file fails every command that loads settings, not only the one command that reads that table."""
     global_db = None
     if ctx is not None:
         root = ctx.find_root()
         global_db = (root.obj or {}).get("db") if isinstance(root.obj, dict) else None
-    return load_settings(db=db or global_db)
+    settings = load_settings(db=db or global_db)
+    check_config(settings)   # every stage's table: the CLI has imported each stage
+    load_aliases(settings)   # the [models."NAME"] tables' values
+    return settings
 
 
 @contextmanager
@@ -57,93 +61,6 @@ def open_registry_db(settings: Settings, *, mode: Mode = "write") -> Iterator[du
     only read, so a read-only file still serves them. Commands that write check every block first."""
     with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode=mode, verify=mode == "write") as con:
         yield con
-
-
-# C0 controls but tab and newline, DEL, C1 controls: printed raw they are terminal escape sequences (ESC [2J).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw.
-
-    Ingest refuses them in service text; this covers what came in before, tree names and anything else shown."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
-
-
-def shown(text: object) -> str:
-    """Service or tree text inside rich output: terminal-safe, and its brackets never read as markup."""
-    return escape(terminal_safe(str(text)))
-
-
-def shown_inline(text: object) -> str:
-    """`shown`, with tabs and line breaks written as ``\\t`` and ``\\n``: for text that must stay on its line (a
-    label in a tree drawing)."""
-    return shown(str(text).replace("\t", "\\t").replace("\n", "\\n"))
-
-
-def print_json(data: Any) -> None:
-    """JSON on stdout, unwrapped, for scripts."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def want_progress(json_output: bool) -> bool:
-    """Progress bars only for people: not in --json mode and not when stderr is not a terminal."""
-    return not json_output and err_console.is_terminal
-
-
-@contextmanager
-def progress_bars(enabled: bool) -> Iterator[ProgressFactory | None]:
-    """A rich progress display on stderr handing out one bar per long step; None when output is for scripts."""
-    if not enabled:
-        yield None
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=False) as progress:
-
-        def bar(label: str, total: int) -> Callable[[int], None]:
-            task = progress.add_task(label, total=total)
-            return lambda n: progress.advance(task, n)
-
-        yield bar
-
-
-class RoundProgress:
-    """One bar per engine round (its requests), and a running line with rounds and tokens so far."""
-
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.rounds = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.overall = progress.add_task("starting", total=None)
-        self.current: int | None = None
-
-    def round_started(self, step: str, level: int, requests: int, services: int) -> None:
-        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=requests)
-
-    def round_finished(self, step: str, results: Sequence[Result]) -> None:
-        self.rounds += 1
-        self.prompt_tokens += sum(r.prompt_tokens for r in results)
-        self.completion_tokens += sum(r.completion_tokens for r in results)
-        failed = sum(1 for r in results if not r.ok)
-        if self.current is not None:
-            self.progress.update(self.current, completed=len(results),
-                                 description=f"{self.progress.tasks[self.current].description}"
-                                             + (f" ({failed} failed)" if failed else ""))
-        self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
-                             f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
-
-
-def with_round_progress(json_output: bool, work: Callable[[RoundProgress | None], Any]) -> Any:
-    """Run ``work(observer)`` (a build, an update, a nightly job) with a bar per model round for people; without
-    one for scripts."""
-    if not want_progress(json_output):
-        return work(None)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=False) as progress:
-        return work(RoundProgress(progress))
 
 
 def engine_loader(settings: Settings, options: EngineOptions, no_cache: bool) -> Callable[[], Any]:
@@ -240,11 +157,12 @@ def with_engine_options(command: Callable[..., Any] | None = None, *,
 
 
 def _check_mode(method: str, mode: str) -> None:
-    """Refuse a mode the method does not have while the flags are parsed, before anything loads."""
-    spec = method_spec(method)
-    if mode not in spec.modes:
-        accepted = ", ".join(spec.modes) if spec.modes else "none (it has no modes)"
-        raise typer.BadParameter(f"method '{method}' accepts: {accepted}", param_hint="--mode")
+    """Refuse a mode the method does not have while the flags are parsed, before anything loads: the search
+    stage's one check, as a usage error (exit 2)."""
+    try:
+        method_spec(method).check_mode(mode)
+    except ModeError as exc:
+        raise typer.BadParameter(f"{exc.message} ({exc.code})", param_hint="--mode") from exc
 
 
 @dataclass(frozen=True)
@@ -277,8 +195,8 @@ _METHOD_PANEL = "Search method"
 METHOD_FLAGS: dict[str, Any] = {
     "method": Annotated[str | None, typer.Option(
         "--method", "-m", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, "
-             "\\[compose] step_method).")],
+        help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, the steps' method, any "
+             "but compose: default \\[compose] step_method).")],
     "mode": Annotated[str | None, typer.Option(
         "--mode", rich_help_panel=_METHOD_PANEL, show_default=False,
         help="Selection mode of LLM methods: get_all | get_important | get_one.")],
@@ -300,11 +218,3 @@ with_step_method_options = option_bundle("method", METHOD_FLAGS, functools.parti
 NoCacheOption = Annotated[bool, typer.Option(
     "--no-cache", help="Ask the model afresh instead of reading the answers the registry's answer cache holds "
                        "(the fresh answers replace them).")]
-
-
-def print_error(exc: A2XError) -> None:
-    """The `error:` line and its `hint:` on stderr, terminal-safe: every command fails in the same two lines."""
-    # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
-    err_console.print(f"[red]error:[/red] {shown(exc.message)}", highlight=False, soft_wrap=True)
-    if exc.hint:
-        err_console.print(f"[dim]hint:[/dim] {shown(exc.hint)}", highlight=False, soft_wrap=True)
