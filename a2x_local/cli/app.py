@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from a2x_local import __version__
+from a2x_local import provenance
 from a2x_local.llm import send_startup_output_to
 from a2x_local.settings import home_dir
 
@@ -27,7 +27,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"a2x-local {__version__}")
+        typer.echo(provenance.current().describe())
         raise typer.Exit()
 
 
@@ -38,7 +38,8 @@ def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show engine start-up output (vLLM, torch) "
                                           f"here instead of in $A2X_HOME/{ENGINE_LOG}.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+                                          help="Print the version and where it came from (commit, "
+                                          "offline bundle), and exit.")] = False,
 ) -> None:
     ctx.obj = {"db": db, "verbose": verbose}
     send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)

@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from a2x_local import provenance
 from a2x_local.cli.app import app
 from a2x_local.cli.options import DbOption, JsonOption, open_registry_db, settings_for
 from a2x_local.cli.output import console, print_json, shown
-from a2x_local.db import transaction
+from a2x_local.db import software_history, transaction
 from a2x_local.registry import (
     FORMATS,
     ConflictError,
@@ -132,19 +133,26 @@ def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
 
 @app.command("stats")
 def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOption = False) -> None:
-    """Counts by type and source, description lengths, and the registry fingerprint.
+    """Counts by type and source, description lengths, the registry fingerprint, and the software that wrote it.
+
+    The software lines show the running install (version, commit, offline bundle) and each install that created or
+    upgraded this file, so an upgrade from one bundle to the next can be traced.
 
     Example: a2x-local stats --json
     """
     settings = settings_for(ctx, db)
     with open_registry_db(settings, mode="read") as con:
         stats = Registry(con).stats()
+        history = software_history(con)
+    software = provenance.current()
     if json_output:
-        print_json(stats.to_dict() | {"db": str(settings.db_path)})
+        print_json(stats.to_dict() | {"db": str(settings.db_path), "software": software.to_dict(),
+                                      "software_history": history})
         return
     console.print(f"[bold]{settings.db_path}[/bold]: {stats.services:,} services, {stats.ingest_runs} ingest runs")
     if not stats.services:
         console.print("the registry is empty: load services with `a2x-local ingest PATH...`")
+        _print_software(software, history)
         return
     for title, counts in (("by type", stats.by_type), ("by source", stats.by_source)):
         table = Table(title=title)
@@ -159,6 +167,17 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
     lengths = stats.description_chars
     console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
     console.print(f"fingerprint: {stats.fingerprint}")
+    _print_software(software, history)
+
+
+def _print_software(software: provenance.Provenance, history: list[dict]) -> None:
+    console.print(f"software: {software.describe()}", highlight=False)
+    for row in history:
+        before, after = row["schema_from"], row["schema_to"]
+        change = (f"created it (schema {after})" if before == 0 else
+                  f"migrated schema {before} -> {after}" if before != after else f"opened it (schema {after})")
+        who = row["software"] or row["note"]
+        console.print(f"  {row['seen_at'][:19]}  {who}" + (f": {change}" if row["software"] else ""), highlight=False)
 
 
 @services_app.command("list")
