@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from a2x_local.db import connect
 from a2x_local.locks import RegistryLock
 from a2x_local.registry import Registry
+from tests.support.processes import cli_command, tree_env
 from tests.support.registries import SERVICES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,11 +74,10 @@ def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home,
     services = tmp_path / "services.json"
     services.write_text(json.dumps([{"id": "x", "name": "X", "description": "Does x."}]), encoding="utf-8")
     lock_file = str(RegistryLock.path_for(registry_db))
-    code = "import sys; from a2x_local.cli import run; sys.exit(run(sys.argv[1:]))"
     with RegistryLock(registry_db, "test"):
-        child = subprocess.Popen([sys.executable, "-c", code, "ingest", str(services), "--db", str(registry_db),
-                                  "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)},
+        child = subprocess.Popen(cli_command("ingest", str(services), "--db", str(registry_db), "--json"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                 env=tree_env(A2X_HOME=str(home)),
                                  # A child inherits an ignored SIGINT (and Python then leaves it so): a shell
                                  # without job control starts background commands (`scripts/test &`, CI runners)
                                  # that way.

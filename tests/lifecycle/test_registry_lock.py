@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,21 +14,21 @@ import pytest
 
 from a2x_local.db import connect, transaction
 from a2x_local.lifecycle.lock import NightlyLock
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.locks import RegistryBusyError, RegistryLock
 from a2x_local.registry import Registry
 from a2x_local.taxonomy import activate, active_build_id
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, write_world_config
-from tests.support.engines import patch_make_engine
 from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 
 
 @pytest.fixture
-def night(home, monkeypatch):
-    write_world_config(home)
+def night(home, use_engine):
+    write_world_config(home, engine="scripted")
     with (home / "config.toml").open("a", encoding="utf-8") as config:
         config.write("[registry]\nlock_timeout_s = 0.5\n")
-    patch_make_engine(monkeypatch, lambda settings, options: ScriptedEngine(World()))
+    use_engine("scripted", lambda config: ScriptedEngine(World()))
 
 
 def write_export(path: Path, listed) -> Path:
@@ -43,8 +42,8 @@ class Holder:
     def __init__(self, db_path: Path) -> None:
         code = ("import sys, time\nfrom a2x_local.locks import RegistryLock\n"
                 "with RegistryLock(sys.argv[1], 'nightly'):\n    print('held', flush=True)\n    time.sleep(120)\n")
-        self.process = subprocess.Popen([sys.executable, "-c", code, str(db_path)], stdout=subprocess.PIPE,
-                                        text=True, cwd=ROOT)
+        self.process = subprocess.Popen(python_command(code, str(db_path)), stdout=subprocess.PIPE, text=True,
+                                        cwd=ROOT, env=tree_env())
 
     def __enter__(self) -> Holder:
         assert self.process.stdout is not None and self.process.stdout.readline().strip() == "held"
