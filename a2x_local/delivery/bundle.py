@@ -17,6 +17,7 @@ The folder is assembled beside OUT and renamed at the end: a failed build leaves
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import sys
@@ -87,6 +88,31 @@ def _fresh_out(out: Path) -> None:
                         hint="choose a new folder for the bundle, or remove that one")
 
 
+def _partial_folder(out: Path) -> Path:
+    """This process's own work folder beside ``out``: two bundles written to one place at once never share files.
+
+    Leftovers of killed runs (their process gone) are removed; a live run's folder is left alone.
+    """
+    for left in out.parent.glob(f".{out.name}.partial-*"):
+        pid = left.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(left, ignore_errors=True)
+    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    return partial
+
+
+def _take_place(partial: Path, out: Path) -> None:
+    """Move the finished bundle to ``out``, unless another run finished there first (then this one is refused)."""
+    try:
+        if out.exists():  # an empty folder (checked at the start): take its place
+            out.rmdir()
+        partial.replace(out)
+    except OSError as exc:
+        raise UserError(f"{out}: another bundle was written there while this one was built ({exc.strerror})",
+                        hint="give each bundle its own --out folder") from exc
+
+
 def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: Progress | None = None) -> BundleReport:
     """Write the bundle described by ``request``; see the module's docstring for what goes in."""
     if request.target not in TARGETS:
@@ -102,8 +128,7 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
     commit, dirty = source_commit(request.source)
     commit = commit or request.commit
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    partial = request.out.parent / f".{request.out.name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
+    partial = _partial_folder(request.out)
     wheels = partial / "wheels"
     wheels.mkdir(parents=True)
     seconds: dict[str, float] = {}
@@ -180,9 +205,7 @@ def build_bundle(request: BundleRequest, step: Step = lambda _: None, progress: 
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         write_sums(partial, known)
         timed("manifests", started)
-        if request.out.exists():  # an empty folder (checked above): take its place
-            request.out.rmdir()
-        partial.replace(request.out)
+        _take_place(partial, request.out)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

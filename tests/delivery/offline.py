@@ -9,6 +9,7 @@ resolving and downloading them takes minutes; every session then builds its bund
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -81,16 +82,19 @@ def dependency_bundle() -> Path:
     cached = root / f"cpu-{wheel_key()}"
     if os.environ.get("A2X_TEST_BUNDLE_FRESH") == "1":
         shutil.rmtree(cached, ignore_errors=True)
-    if not (cached / "SHA256SUMS").is_file():
-        shutil.rmtree(cached, ignore_errors=True)
-        root.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        report = run_bundle("--target", "cpu", "--out", str(cached))
-        print(f"\nfull CPU bundle built in {time.monotonic() - started:.0f} s: {report['seconds']}, "
-              f"{report['total_bytes'] / 2**20:.0f} MiB", file=sys.stderr)
-    for stale in root.glob("cpu-*"):
-        if stale != cached:
-            shutil.rmtree(stale, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    # Test workers run in parallel: the first builds, the others wait on this lock and then reuse its bundle.
+    with open(root / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cached / "SHA256SUMS").is_file():
+            shutil.rmtree(cached, ignore_errors=True)
+            started = time.monotonic()
+            report = run_bundle("--target", "cpu", "--out", str(cached))
+            print(f"\nfull CPU bundle built in {time.monotonic() - started:.0f} s: {report['seconds']}, "
+                  f"{report['total_bytes'] / 2**20:.0f} MiB", file=sys.stderr)
+        for stale in root.glob("cpu-*"):
+            if stale != cached:
+                shutil.rmtree(stale, ignore_errors=True)
     return cached
 
 

@@ -5,6 +5,7 @@ SHA256SUMS, the lock files, the SBOM, bundle.json, install.sh, the tar. A failed
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tarfile
 import zipfile
@@ -102,3 +103,29 @@ def test_the_command_refuses_an_unknown_target_and_a_used_folder(cli, tmp_path: 
     (used / "file").write_text("x")
     result = cli("bundle", "--target", "cpu", "--out", used, db=False)
     assert result.code == 1 and "already exists" in result.err and "hint:" in result.err, result.err
+
+
+def test_two_builds_into_one_folder_never_share_work_and_the_second_is_refused(tmp_path: Path):
+    """Two runs writing to one --out (two CI workers once did) each work in their own folder; a dead run's
+    leftovers are cleared, and whichever finishes second is refused with the folder named."""
+    out = tmp_path / "a2x-cpu"
+    dead = tmp_path / ".a2x-cpu.partial-999999999"  # no such process
+    dead.mkdir()
+    live = tmp_path / f".a2x-cpu.partial-{os.getppid()}"  # a running process: its work is left alone
+    live.mkdir()
+    build_bundle(BundleRequest(target="cpu", out=out, source=ROOT, reuse=earlier_bundle(tmp_path / "earlier")))
+    assert not dead.exists() and live.exists() and check_sums(out) == []
+
+    finished_first = tmp_path / "other"
+
+    def another_run_finishes_first(step: str) -> None:
+        if step.startswith("writing the SBOM"):
+            finished_first.mkdir()
+            (finished_first / "SHA256SUMS").write_text("theirs\n")
+
+    with pytest.raises(UserError, match="another bundle was written there") as refused:
+        build_bundle(BundleRequest(target="cpu", out=finished_first, source=ROOT,
+                                   reuse=earlier_bundle(tmp_path / "earlier2")), another_run_finishes_first)
+    assert str(finished_first) in str(refused.value)
+    assert (finished_first / "SHA256SUMS").read_text() == "theirs\n"  # theirs is kept
+    assert not list(tmp_path.glob(".other.partial-*"))  # ours is gone
