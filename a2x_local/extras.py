@@ -32,6 +32,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "serve"),
     "prometheus_client": ("prometheus-client", "serve"),
     "ray": ("ray", "distributed"),
+    "cyclonedx": ("cyclonedx-python-lib", "bundle"),
 }
 
 

@@ -362,11 +362,10 @@ def stage_build(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)       # the keyword merge embeds the vocabulary
     from a2x_local.db import connect
     from a2x_local.llm.cache import AnswerCache, CachedEngine
-    from a2x_local.llm.scripted import ScriptedEngine
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
     from a2x_local.taxonomy.build.runner import run_build
-    from a2x_local.taxonomy.scripted_policy import WordPolicy
+    from a2x_local.testing import ScriptedEngine, WordPolicy
 
     with connect(args.db) as con:
         services = Registry(con).all()

@@ -22,6 +22,7 @@ from a2x_local.errors import A2XError
 from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.views import NodeView, SearchQuery, SearchResult, ServiceView
+from a2x_local.serve.visible import visible
 
 INSTRUCTIONS = """\
 This server finds the services (MCP tools and servers, A2A agents, skills, APIs) registered in an offline \
@@ -62,7 +63,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 async def _answer(work: Any) -> Any:
     """The operation's answer; a user-facing error becomes a tool error the model can read and act on."""
     try:
-        return await work
+        return visible(await work)    # bidi controls in names shown as <U+202E> (visible.py)
     except A2XError as exc:
         # The code leads, as the HTTP API's "error" field does, so an agent can tell errors apart without parsing.
         raise ToolError(f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
@@ -134,4 +135,4 @@ async def _resource(work: Any) -> str:
         view = await work
     except A2XError as exc:
         raise ResourceError(exc.message) from exc
-    return json.dumps(view.model_dump(mode="json"), ensure_ascii=False)
+    return json.dumps(visible(view).model_dump(mode="json"), ensure_ascii=False)

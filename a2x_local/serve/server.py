@@ -103,7 +103,7 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning)
+                         mcp=server.mcp, planning=server.planning, host=config.host)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp", settings.db_path, where, where, where)
         uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
@@ -116,12 +116,14 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     """Serve MCP over this process's stdin/stdout (a desktop or IDE agent starts it as a subprocess)."""
     import anyio
 
+    from a2x_local.serve.stdio import run_stdio
+
     config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
     with stdout_to_stderr():  # engine start-up and library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine)
     try:
-        anyio.run(server.mcp.run_stdio_async)
+        anyio.run(run_stdio, server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
     finally:
         server.close()
 

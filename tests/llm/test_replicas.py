@@ -8,8 +8,8 @@ import pytest
 from a2x_local.errors import UserError
 from a2x_local.llm.config import RayConfig
 from a2x_local.llm.replicas import ReplicaEngine
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import RegexConstraint, Request
+from a2x_local.testing import ScriptedEngine
 
 pytestmark = pytest.mark.distributed
 
@@ -41,5 +41,5 @@ def test_a_replica_that_cannot_start_is_a_clear_error(local_ray) -> None:
 def test_the_openai_engine_is_not_replicated(settings) -> None:
     from a2x_local.llm import EngineOptions, make_engine
 
-    with pytest.raises(UserError, match="openai engine"):
+    with pytest.raises(UserError, match="'openai' engine"):
         make_engine(settings, EngineOptions.of(base_url="http://127.0.0.1:9/v1", replicas=2))
