@@ -128,7 +128,8 @@ def test_ivfpq_finds_what_exact_search_finds_and_survives_a_reload(tmp_path: Pat
     ids = [f"s{i}" for i in range(len(vectors))]
     config = RetrievalConfig.defaults(dense_index="ivfpq", pq_bytes=16)
     index = DenseIndex.build(vectors, ids, config)
-    assert index.kind == "IndexRefine" and index.memory_bytes < vectors.nbytes / 2
+    # half-precision copies for the re-scoring, plus the codes and the lists: well under the float vectors
+    assert index.kind == "IndexRefine" and index.memory_bytes < 0.7 * vectors.nbytes
     exact = DenseIndex.build(vectors, ids, RetrievalConfig.defaults())
     queries = _clustered(100, 64, 1)
     found, truth = index.search(queries, 10)[1], exact.search(queries, 10)[1]

@@ -2,9 +2,9 @@
 
 Vectors are normalised, so inner product is cosine similarity. The index is exact (IndexFlatIP) up to
 `approximate_above` services and approximate above it: IVF-PQ with a re-scoring of the candidates by default (or
-HNSW), chosen by what was measured at a million services (docs/scale.md): IVF-PQ builds in minutes where HNSW takes
-hours on a few cores, and holds the vectors in a quarter of the memory. On a machine with faiss-gpu and a GPU,
-exact indexes move to the GPU.
+HNSW), chosen by what was measured (docs/scale.md#which-dense-index): IVF-PQ trains and fills a million vectors in
+under a minute of one core where HNSW needs about ten times as long, and holds them in half of HNSW's memory, at
+recall@10 ≥ 0.98 against exact search. On a machine with faiss-gpu and a GPU, exact indexes move to the GPU.
 """
 
 from __future__ import annotations
@@ -224,8 +224,10 @@ _TRAIN_MIN = 20000
 
 
 def _ivfpq(vectors: np.ndarray, params: dict[str, int]) -> object:
-    """IVF lists of product-quantized codes, whose candidates are re-scored with 8-bit scalar quantized vectors:
-    the codes find candidates in little memory, the re-scoring puts them in (almost) exact order."""
+    """IVF lists of product-quantized codes, whose candidates are re-scored with half-precision copies of the vectors:
+    the codes find candidates in little memory, the re-scoring puts them in exact order. Half precision, not 8-bit
+    scalar codes: on the scale benchmark's million vectors 8-bit re-scoring stopped at 0.97 recall@10 against exact
+    search (close neighbours swap places), half precision re-scores as the float vectors do (docs/scale.md)."""
     import faiss
 
     dimension = vectors.shape[1]
@@ -234,7 +236,7 @@ def _ivfpq(vectors: np.ndarray, params: dict[str, int]) -> object:
     ivf = faiss.IndexIVFPQ(quantizer, dimension, lists, params["pq_bytes"], 8, faiss.METRIC_INNER_PRODUCT)
     ivf.cp.niter = 10               # k-means iterations: the lists only route; the re-scoring sets the order
     ivf.pq.cp.niter = 10            # the codes only pick candidates: coarse codebooks are enough
-    refine = faiss.IndexRefine(ivf, faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_8bit,
+    refine = faiss.IndexRefine(ivf, faiss.IndexScalarQuantizer(dimension, faiss.ScalarQuantizer.QT_fp16,
                                                                 faiss.METRIC_INNER_PRODUCT))
     refine.own_fields = True
     ivf.this.disown()
