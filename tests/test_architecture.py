@@ -98,6 +98,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "alias_path",
         "as_data",
         "build_tiny_model",
+        "check_engine",
         "check_ref",
         "clip",
         "engine_settings",
@@ -112,6 +113,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "registry": [
         "FORMATS",
+        "SERVICE_TYPES",
         "ConflictError",
         "IngestReport",
         "Limits",

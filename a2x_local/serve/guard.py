@@ -22,8 +22,9 @@ from typing import Any
 from a2x_local.errors import UserError
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-OPEN_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
-OPEN_PREFIXES = ("/static/",)
+# Open without a token: the page, health, and the API's description (none of them carries registry data).
+OPEN_PATHS = frozenset({"/", "/healthz", "/readyz", "/favicon.ico", "/docs", "/openapi.json"})
+OPEN_PREFIXES = ("/static/", "/static-offline-docs/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 Scope = dict[str, Any]
@@ -76,9 +77,15 @@ class Guard:
         if self.token is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             scheme, _, given = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
-                await _refuse(send, 401, "Unauthorized", "a bearer token is required",
-                              "send the header 'Authorization: Bearer TOKEN' with the server's token",
-                              extra=[(b"www-authenticate", b"Bearer")])
+                sent = scheme.lower() == "bearer" and given.strip()
+                await _refuse(send, 401, "Unauthorized",
+                              "the bearer token sent is not this server's" if sent else
+                              "this server needs a bearer token, and the request sent none",
+                              "send the header 'Authorization: Bearer TOKEN' with the token the server was started "
+                              "with (--token or $A2X_SERVE_TOKEN); docs/serve.md shows it for MCP clients and the "
+                              "Python SDK", extra=[(b"www-authenticate",
+                                                    b'Bearer realm="a2x-local", error="invalid_token"' if sent
+                                                    else b'Bearer realm="a2x-local"')])
                 return
         if scope.get("method") in _BODY_METHODS:
             declared = headers.get("content-length")

@@ -32,8 +32,9 @@ OTHER_SHAPE = {
     "root/2": ("Money", ["p1", "p2", "s1", "s2", "s3", "s4"]),
     "root/3": ("Sky", ["w1", "w2", "w3", "w4", "g1"]),
 }
-# Quick to start: no method is loaded before the first request, and bm25 needs no embedding model.
-TEST_SERVE = {"preload": [], "default_method": "bm25"}
+# Quick to start: no method is loaded before the first request, and bm25 needs no embedding model. A request waits
+# for a method rebuilt for a changed registry (so the tests see the new tree at once, however slow the machine).
+TEST_SERVE = {"preload": [], "default_method": "bm25", "rebuild_wait_s": 120.0, "loading_wait_s": 120.0}
 
 
 def registry_with_trees(db_path: Path) -> tuple[int, int]:
@@ -53,8 +54,13 @@ def serve_config(**overrides: object) -> ServeConfig:
     return ServeConfig.defaults(**{**TEST_SERVE, **overrides})
 
 
-def make_server(db_path: Path, engine: Engine | None = None, **overrides: object) -> Server:
-    return build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+def make_server(db_path: Path, engine: Engine | None = None, *, ready: bool = True, **overrides: object) -> Server:
+    """A server over ``db_path``, its background loading started (and, with ``ready``, finished)."""
+    server = build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+    server.start_loading()
+    if ready:
+        assert server.state.wait_ready(120), server.state.loading.to_dict()
+    return server
 
 
 def write_test_config(home: Path) -> Path:
@@ -88,5 +94,5 @@ def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 12
         process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
                                    env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    with serving(process, f"{url}/healthz", log_path, startup_s):
+    with serving(process, f"{url}/readyz", log_path, startup_s):
         yield url

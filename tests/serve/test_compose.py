@@ -91,4 +91,9 @@ def test_the_mcp_tool_lists_and_plans(db_path) -> None:
     assert tool.annotations.read_only_hint is True and "several services" in tool.description
     plan = answer.structured_content
     assert not answer.is_error and len(plan["steps"]) == 2 and plan["decomposer"] == "rule"
-    assert empty.is_error and "compose cannot search its own steps" in empty.content[0].text
+    # Brief: each step's task, choice and alternatives (ids, names, scores), not the scoring signals or the cost.
+    assert [step["choice"]["id"] for step in plan["steps"]] == ["h1", "s2"]
+    assert "signals" not in plan["steps"][0]["choice"] and "calls" not in plan and "sad" not in plan
+    text = answer.content[0].text
+    assert text.startswith("Plan for ") and "s1 (group 1): the h1 thing -> tool_h1 (id h1)" in text
+    assert empty.is_error and empty.content[0].text.startswith("UnknownMethod: compose makes the plan")
