@@ -116,7 +116,7 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
         ctx: Context,
         method: Annotated[str | None, Field(description="Search method (see above).")] = None,
         k: Annotated[int | None, Field(description=f"Hits per page, 1-{config.max_k}.")] = None,
-        mode: Annotated[str | None, Field(description="LLM methods: get_all (default) | get_important | "
+        mode: Annotated[str | None, Field(description="LLM methods: get_all | get_important | "
                                                       "get_one.")] = None,
         type: Annotated[str | None, Field(description=f"Only this type: {TYPES}.")] = None,
         source: Annotated[str | None, Field(description="Only services whose source file path contains this.")]
