@@ -93,7 +93,8 @@ def start_server(db: Path, model: Path, home: Path, port: int, log: Path, serve_
 
 
 def wait_ready(process: subprocess.Popen, url: str, log: Path, timeout_s: float = 900) -> dict:
-    """The server's /healthz answer, once it gives one.
+    """The server's /readyz answer, once it is ready (the registry read, the model started, the preloaded methods
+    built: /healthz answers at once, while all that still loads in the background).
 
     The tests' `tests.support.servers.serving` does the same wait, but scripts do not import the test tree: its
     helpers fail through pytest, and a benchmark must run (and end with one plain message) without it."""
@@ -102,7 +103,7 @@ def wait_ready(process: subprocess.Popen, url: str, log: Path, timeout_s: float 
         if process.poll() is not None:
             raise SystemExit(f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            response = httpx.get(f"{url}/healthz", timeout=5)
+            response = httpx.get(f"{url}/readyz", timeout=5)
             if response.status_code == 200:
                 return response.json()
         except httpx.TransportError:

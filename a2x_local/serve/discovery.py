@@ -125,11 +125,12 @@ class Discovery:
             await self.wait_for(self.state.engine_ready, activity, "loading the model", "model")
             if self.state.engine_error is not None:
                 raise self.state.engine_error
-        method, building = self.state.lookup(name, snapshot)
+        method, building, running_s = self.state.lookup(name, snapshot)
         if building is None:
             assert method is not None
             return method
-        limit = self.config.loading_wait_s if method is None else self.config.rebuild_wait_s
+        # A first build is waited for; a rebuild only briefly, once: after that the previous method answers.
+        limit = self.config.loading_wait_s if method is None else max(0.0, self.config.rebuild_wait_s - running_s)
         try:
             await self.wait_for(building.done, activity, f"building the {name} method", f"method:{name}", limit)
         except Unavailable:

@@ -83,7 +83,7 @@ class ServerState:
         self._lock = threading.RLock()
         self._builds_lock = threading.Lock()
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2x-build")
-        self._building: dict[str, tuple[Identity, Future[SearchMethod]]] = {}
+        self._building: dict[str, tuple[Identity, Future[SearchMethod], float]] = {}
         self._runtime_settings = settings.with_overrides("registry", lock_timeout_s=config.reload_lock_wait_s)
         self._snapshot: Snapshot | None = None
         self._stamp: FileStamp | None = None
@@ -216,7 +216,11 @@ class ServerState:
         """The snapshot to answer a new request from, reloaded first when the registry or its tree changed."""
         if self.is_current():
             return self.snapshot
-        with self._lock:
+        # A method build holds the database lock while it indexes: keep serving the snapshot we have rather than
+        # wait for it (the next request looks again).
+        if not self._lock.acquire(timeout=self.config.reload_lock_wait_s):
+            return self.snapshot
+        try:
             stamp = FileStamp.of(self.db_path)
             if stamp == self._stamp:
                 return self.snapshot
@@ -235,6 +239,8 @@ class ServerState:
                 return self.snapshot
             self._stamp = stamp
             return self.snapshot
+        finally:
+            self._lock.release()
 
     @property
     def runtime_settings(self) -> Settings:
@@ -297,26 +303,25 @@ class ServerState:
         built = self._methods.get(name)
         return built.method if built is not None and built.fits(snapshot) else None
 
-    def lookup(self, name: str, snapshot: Snapshot) -> tuple[SearchMethod | None, Future[SearchMethod] | None]:
-        """(the method that fits the snapshot, None), or (the previous one or None, the build now running for
-        this snapshot). A build that failed for this registry identity is not retried until it changes: the
-        previous method serves, or its error is raised."""
+    def lookup(self, name: str, snapshot: Snapshot) -> tuple[SearchMethod | None, Future[SearchMethod] | None, float]:
+        """(the method that fits the snapshot, None, 0), or (the previous one or None, the build now running for
+        this snapshot, the seconds it has run). A build that failed for this registry identity is not retried until
+        it changes: the previous method serves, or its error is raised."""
         found = self.cached_method(name, snapshot)
         if found is not None:
-            return found, None
+            return found, None, 0.0
         previous = self._methods.get(name)
         failed = self._failed.get(name)
         if failed is not None and failed[0] == snapshot.identity:
             if previous is not None:
-                return previous.method, None
+                return previous.method, None, 0.0
             raise failed[1]
         with self._builds_lock:
             running = self._building.get(name)
             if running is None or running[0] != snapshot.identity:
-                future = self._builder.submit(self._build_now, name, snapshot)
-                self._building[name] = (snapshot.identity, future)
-                running = (snapshot.identity, future)
-        return (previous.method if previous is not None else None), running[1]
+                running = (snapshot.identity, self._builder.submit(self._build_now, name, snapshot), time.monotonic())
+                self._building[name] = running
+        return (previous.method if previous is not None else None), running[1], time.monotonic() - running[2]
 
     def _build_now(self, name: str, snapshot: Snapshot) -> SearchMethod:
         """Build the method for this snapshot (the cached one when it already fits). When it cannot be built, the
