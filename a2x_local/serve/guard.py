@@ -74,6 +74,7 @@ class Guard:
                           "(localhost / 127.0.0.1)", "use http://127.0.0.1:PORT/")
             return
         path = scope.get("path", "")
+        mcp = path == "/mcp" or path.startswith("/mcp/")
         if self.token is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             scheme, _, given = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
@@ -85,7 +86,7 @@ class Guard:
                               "with (--token or $A2X_SERVE_TOKEN); docs/serve.md shows it for MCP clients and the "
                               "Python SDK", extra=[(b"www-authenticate",
                                                     b'Bearer realm="a2x-local", error="invalid_token"' if sent
-                                                    else b'Bearer realm="a2x-local"')])
+                                                    else b'Bearer realm="a2x-local"')], jsonrpc=mcp)
                 return
         if scope.get("method") in _BODY_METHODS:
             declared = headers.get("content-length")
@@ -135,9 +136,18 @@ async def _too_large(send: Any, limit: int) -> None:
                   "send less (one search is a few hundred bytes)")
 
 
+# JSON-RPC's range for server errors; an MCP client shows a JSON-RPC error body as it is (the official SDK, for one,
+# would otherwise report only "Server returned an error response").
+MCP_REFUSED = -32001
+
+
 async def _refuse(send: Any, status: int, code: str, message: str, hint: str,
-                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": code, "message": message, "hint": hint}).encode()
+                  extra: list[tuple[bytes, bytes]] | None = None, *, jsonrpc: bool = False) -> None:
+    error = {"error": code, "message": message, "hint": hint}
+    if jsonrpc:   # for /mcp: a JSON-RPC error whose message names the code and the hint, the usual body as data
+        error = {"jsonrpc": "2.0", "id": None, "error": {"code": MCP_REFUSED, "message": f"{code}: {message} "
+                                                         f"(hint: {hint})", "data": error}}
+    body = json.dumps(error).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

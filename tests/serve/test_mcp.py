@@ -126,11 +126,22 @@ def test_over_streamable_http_with_a_token(db_path, tmp_path):
                 return await exercise(client)
 
         check_answers(run(scenario("s3cret")))
-        with pytest.raises(Exception):  # noqa: B017  (the SDK reports the refusal in its own error types)
+        # The SDK shows the server's refusal in its own words: what to send.
+        with pytest.raises(BaseException) as refused:
             run(scenario("wrong"))
+        assert "Unauthorized: the bearer token sent is not this server's" in repr(innermost(refused.value))
         for headers, says in (({"Authorization": "Bearer wrong"}, "not this server's"), ({}, "sent none")):
             raw = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
-            body = raw.json()
+            body = raw.json()["error"]["data"]
             assert raw.status_code == 401 and body["error"] == "Unauthorized" and says in body["message"]
             assert "Authorization: Bearer TOKEN" in body["hint"] and raw.headers["www-authenticate"].startswith(
                 'Bearer realm="a2x-local"')
+        api = httpx.get(f"{url}/v1/tree")
+        assert api.status_code == 401 and api.json()["error"] == "Unauthorized"
+
+
+def innermost(error: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups: what the SDK raised."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
