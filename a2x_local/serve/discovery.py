@@ -123,7 +123,7 @@ class Discovery:
         previous one while the new one is built in the background."""
         if self.state.uses_engine(name):
             await self.wait_for(self.state.engine_ready, activity, "loading the model", "model")
-            if self.state.engine_error is not None:
+            if self.state.engine_error is not None and method_spec(name).needs_engine:
                 raise self.state.engine_error
         method, building, running_s = self.state.lookup(name, snapshot)
         if building is None:

@@ -132,12 +132,17 @@ class ServerState:
             log.error("the registry could not be read", exc_info=exc)
             return
         finally:
+            if self._snapshot is not None and self.config.preload:
+                self.loading.begin("preload", "building the preloaded methods")
             self.loading.end("registry")
             self._snapshot_ready.set()
-        self._preload(engine_methods=False)
-        if self._engine_source is not None:
-            self._engine_ready.wait()
-            self._preload(engine_methods=True)
+        try:
+            self._preload(engine_methods=False)
+            if self._engine_source is not None:
+                self._engine_ready.wait()
+                self._preload(engine_methods=True)
+        finally:
+            self.loading.end("preload")
 
     def _preload(self, *, engine_methods: bool) -> None:
         for name in self.config.preload:
@@ -370,11 +375,14 @@ class ServerState:
     def _engine_options(self, spec: MethodSpec) -> dict[str, Any]:
         """The server's one engine for a method that takes one; a method whose engine is optional, on a server
         without one, gets the options that keep it off any model (it must never start its own here)."""
-        if spec.takes_engine and self.engine_expected:
-            if self.engine is None:
-                raise self.engine_error or Unavailable("the model is still loading", code="Loading",
-                                                       hint="try again in a moment; GET /healthz shows progress")
+        if spec.takes_engine and self.engine is not None:
             return {"engine": self.engine}
+        if spec.takes_engine and self.engine_expected and self.engine_error is None:
+            raise Unavailable("the model is still loading", code="Loading",
+                              hint="try again in a moment; GET /healthz shows the progress")
+        if spec.needs_engine and self.engine_error is not None:
+            raise self.engine_error
+        # No model here (none asked for, or it failed to start): a method that can do without runs without.
         return dict(spec.engine_free) if spec.engine == "optional" else {}
 
     def close(self) -> None:

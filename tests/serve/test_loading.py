@@ -179,3 +179,26 @@ def test_a_changed_registry_is_indexed_in_the_background_while_the_old_index_ans
     assert "previous one serves" in building["what"] and building["done"] == 3 and building["total"] == len(after)
     assert health["status"] == "loading" and health["services"] == len(before) + 1
     assert after == before | {"n1"}
+
+
+def test_a_model_that_fails_to_start_is_one_error_and_the_rest_serves(db_path):
+    from a2x_local.errors import UserError
+
+    registry_with_trees(db_path)
+
+    def broken():
+        raise UserError("model 'tiny' at /models/tiny is not usable: config.json missing", hint="run models check")
+
+    server = make_server(db_path, broken)
+    try:
+        with TestClient(create_app(server.discovery), base_url=LOOPBACK) as client:
+            methods = {m["name"]: m for m in client.get("/v1/methods").json()}
+            a2x = client.post("/v1/search", json={"query": "find hotels", "method": "a2x"})
+            plan = client.post("/v1/compose", json={"request": "the h1 thing, then the s2 thing", "method": "bm25"})
+            health = client.get("/healthz").json()
+    finally:
+        server.close()
+    assert a2x.status_code == 503 and a2x.json()["error"] == "EngineFailed" and "config.json" in a2x.json()["message"]
+    assert not methods["a2x"]["available"] and "config.json" in methods["a2x"]["reason"]
+    assert methods["compose"]["available"] and plan.status_code == 200 and plan.json()["decomposer"] == "rule"
+    assert "config.json" in health["problems"]["model"] and "a2x" not in health["methods"]
