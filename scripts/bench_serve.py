@@ -74,6 +74,15 @@ def make_registry(folder: Path, limit: int, data: Path = DATA) -> tuple[Path, di
     return db, {**outcome.tree.stats().to_dict(), "build_seconds": round(time.perf_counter() - started, 1)}
 
 
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM (the server drains its requests), then SIGKILL after a minute."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -226,11 +235,7 @@ def main() -> None:
                                  if server_cpu else None})
                     print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process)
             if args.keep:
                 args.keep.write_text(log.read_text())
 

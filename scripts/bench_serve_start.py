@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import httpx
+from bench_serve import free_port, stop  # scripts/ is on the path when a script runs
 from mcp import Client, StdioServerParameters
 
 from a2x_local.db import connect
@@ -73,12 +73,6 @@ def model_flags(model: Path | None) -> list[str]:
     if model is None:
         return []
     return ["--model", str(model), "--engine", "vllm", "--dtype", "float32", "--max-model-len", str(MAX_POSITIONS)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cli(*args: str) -> list[str]:
@@ -127,11 +121,7 @@ def over_http(db: Path, model: Path | None, home: Path, port: int) -> dict:
                         pass
             time.sleep(0.05)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
     return {"transport": "http", **{f"{name}_s": seconds for name, seconds in found.items()}}
 
 

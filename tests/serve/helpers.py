@@ -8,19 +8,19 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from a2x_local.db import connect
-from a2x_local.llm import Engine
+from a2x_local.llm import Engine, Request
 from a2x_local.registry import Registry
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.server import Server, build_server
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.types import Tree
-from tests.search.a2x_helpers import make_tree, sample_tree, store_registry_and_tree
+from tests.search.a2x_helpers import Oracle, make_tree, sample_tree, store_registry_and_tree
 from tests.support.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +96,18 @@ def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 12
     url = f"http://127.0.0.1:{port}"
     with serving(process, f"{url}/readyz", log_path, startup_s):
         yield url
+
+
+def decomposing_oracle(oracle: Oracle | None = None) -> Callable[[Request], str]:
+    """A model rule that decomposes at ", then" as a model would, and answers the tree searches (and every other
+    call type) as the oracle does."""
+    oracle = oracle or Oracle(sample_tree(), WANTED)
+
+    def rule(request: Request) -> str:
+        if request.context.get("call") in ("decompose", "decompose_sad"):
+            parts = request.context["request"].split(", then ")
+            return json.dumps({"steps": [{"id": f"s{n}", "task": part, "depends_on": []}
+                                         for n, part in enumerate(parts, start=1)]})
+        return oracle(request)
+
+    return rule

@@ -3,33 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from a2x_local.llm import Request
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.serve.http_api import create_app
 from tests.search.a2x_helpers import Oracle, sample_tree
-from tests.serve.helpers import WANTED, make_server, registry_with_trees
+from tests.serve.helpers import WANTED, decomposing_oracle, make_server, registry_with_trees
 
 LOOPBACK = "http://127.0.0.1"
 TWO_NEEDS = "the h1 thing, then the s2 thing"        # words the sample services' texts hold (bm25)
 TREE_NEEDS = "find hotels, then stock prices"        # the oracle's queries (a2x)
-
-
-def _rule_and_oracle(oracle: Oracle):
-    """Decomposes at ", then" like a model would; answers the tree searches as the oracle."""
-
-    def rule(request: Request) -> str:
-        if request.context.get("call") in ("decompose", "decompose_sad"):
-            parts = request.context["request"].split(", then ")
-            return json.dumps({"steps": [{"id": f"s{n}", "task": part, "depends_on": []}
-                                         for n, part in enumerate(parts, start=1)]})
-        return oracle(request)
-
-    return rule
 
 
 def test_without_a_model_the_rules_split_and_each_step_is_searched(db_path) -> None:
@@ -58,7 +43,7 @@ def test_without_a_model_the_rules_split_and_each_step_is_searched(db_path) -> N
 
 def test_with_a_model_the_plan_decomposes_and_searches_the_tree(db_path) -> None:
     registry_with_trees(db_path)
-    engine = ScriptedEngine(_rule_and_oracle(Oracle(sample_tree(), WANTED)))
+    engine = ScriptedEngine(decomposing_oracle(Oracle(sample_tree(), WANTED)))
     server = make_server(db_path, engine)
     try:
         with TestClient(create_app(server.discovery, planning=server.planning), base_url=LOOPBACK) as client:

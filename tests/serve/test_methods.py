@@ -11,28 +11,13 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from a2x_local.llm import Request
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.serve.http_api import create_app
-from tests.search.a2x_helpers import Oracle, sample_tree, store_registry_and_tree
-from tests.serve.helpers import WANTED, make_server, registry_with_trees
+from tests.search.a2x_helpers import sample_tree, store_registry_and_tree
+from tests.serve.helpers import decomposing_oracle, make_server, registry_with_trees
 from tests.support.registries import make_registry
 
 LOOPBACK = "http://127.0.0.1"
-
-
-def model_rule():
-    """A model that decomposes at ", then" and otherwise answers as the oracle (every call type validates)."""
-    oracle = Oracle(sample_tree(), WANTED)
-
-    def rule(request: Request) -> str:
-        if request.context.get("call") in ("decompose", "decompose_sad"):
-            parts = request.context["request"].split(", then ")
-            return json.dumps({"steps": [{"id": f"s{n}", "task": part, "depends_on": []}
-                                         for n, part in enumerate(parts, start=1)]})
-        return oracle(request)
-
-    return rule
 
 
 def walk(client: TestClient) -> dict[str, tuple[bool, int, str | None]]:
@@ -51,7 +36,7 @@ def walk(client: TestClient) -> dict[str, tuple[bool, int, str | None]]:
 @pytest.mark.parametrize("with_model", [False, True], ids=["no-model", "model"])
 def test_every_listed_method_runs_and_every_other_says_why(db_path, with_model):
     registry_with_trees(db_path)
-    server = make_server(db_path, ScriptedEngine(model_rule()) if with_model else None)
+    server = make_server(db_path, ScriptedEngine(decomposing_oracle()) if with_model else None)
     try:
         with TestClient(create_app(server.discovery), base_url=LOOPBACK) as client:
             found = walk(client)
@@ -74,7 +59,7 @@ def test_every_listed_method_runs_and_every_other_says_why(db_path, with_model):
 
 def test_tree_methods_on_a_registry_without_a_tree_say_so(db_path):
     make_registry(db_path)
-    server = make_server(db_path, ScriptedEngine(model_rule()))
+    server = make_server(db_path, ScriptedEngine(decomposing_oracle()))
     try:
         with TestClient(create_app(server.discovery), base_url=LOOPBACK) as client:
             found = walk(client)
@@ -86,7 +71,7 @@ def test_tree_methods_on_a_registry_without_a_tree_say_so(db_path):
 
 def test_compose_is_the_plan_tool_and_never_a_step_method(db_path):
     store_registry_and_tree(db_path, sample_tree())
-    server = make_server(db_path, ScriptedEngine(model_rule()))
+    server = make_server(db_path, ScriptedEngine(decomposing_oracle()))
 
     async def scenario():
         async with Client(server.mcp) as client:
