@@ -132,7 +132,7 @@ class Discovery:
         # A first build is waited for; a rebuild only briefly, once: after that the previous method answers.
         limit = self.config.loading_wait_s if method is None else max(0.0, self.config.rebuild_wait_s - running_s)
         try:
-            await self.wait_for(building.done, activity, f"building the {name} method", f"method:{name}", limit)
+            await self.wait_for(building.done, activity, f"indexing for the {name} method", f"method:{name}", limit)
         except Unavailable:
             if method is not None:          # the previous one answers while the new one is built
                 return method

@@ -133,7 +133,7 @@ class ServerState:
             return
         finally:
             if self._snapshot is not None and self.config.preload:
-                self.loading.begin("preload", "building the preloaded methods")
+                self.loading.begin("preload", "indexing for the preloaded methods")
             self.loading.end("registry")
             self._snapshot_ready.set()
         try:
@@ -338,7 +338,7 @@ class ServerState:
                 return found
             previous = self._methods.get(name)
             spec = method_spec(name)
-            self.loading.begin(key, f"building the {name} method" + (" (the previous one serves meanwhile)"
+            self.loading.begin(key, f"indexing for the {name} method" + (" (the previous one serves meanwhile)"
                                                                      if previous is not None else ""))
             try:
                 options = self._engine_options(spec)

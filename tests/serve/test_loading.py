@@ -131,9 +131,8 @@ class _ListAll:
                 for r in requests]
 
 
-@pytest.fixture
-def gated_method():
-    """A method whose builds after the first wait for the test's gate, and count progress while they build."""
+def gated(free_builds: int):
+    """A method whose builds after the first ``free_builds`` count progress, then wait for the test's gate."""
     gate, reached = threading.Event(), threading.Event()
     builds: list[int] = []
 
@@ -141,7 +140,7 @@ def gated_method():
         builds.append(1)
         with connect(db_path, mode="read") as con:
             ids = sorted(service.id for service in Registry(con).all())
-        if len(builds) > 1:
+        if len(builds) > free_builds:
             advance = progress("indexing", len(ids)) if progress else None
             if advance:
                 advance(3)
@@ -151,9 +150,47 @@ def gated_method():
 
     register_method(MethodSpec("listall", "every service (test)", _NoOptions, factory, engine="none",
                                cost="retrieval"), replace=True)
+    return gate, reached
+
+
+@pytest.fixture
+def gated_method():
+    gate, reached = gated(free_builds=1)
     yield gate, reached
     gate.set()
     unregister_method("listall")
+
+
+@pytest.fixture
+def gated_first_build():
+    gate, reached = gated(free_builds=0)
+    yield gate, reached
+    gate.set()
+    unregister_method("listall")
+
+
+def test_an_unindexed_registry_answers_what_it_can_and_says_indexing(db_path, gated_first_build):
+    registry_with_trees(db_path)
+    gate, reached = gated_first_build
+    # bm25 is built first; the listall index then takes long (builds run one at a time: they share the process's
+    # one database connection).
+    server = make_server(db_path, loading_wait_s=0.5, ready=False, preload=["bm25", "listall"])
+    try:
+        with TestClient(create_app(server.discovery), base_url=LOOPBACK) as client:
+            assert reached.wait(60)
+            health = client.get("/healthz").json()
+            waited = client.post("/v1/search", json={"query": "anything", "method": "listall"})
+            browse = client.get("/v1/tree/nodes/root/1")
+            other = client.post("/v1/search", json={"query": "the h1 thing", "method": "bm25"})
+            gate.set()
+            assert server.state.wait_ready(60)
+            answered = client.post("/v1/search", json={"query": "anything", "method": "listall"})
+    finally:
+        server.close()
+    assert health["status"] == "loading" and health["loading"]["method:listall"]["done"] == 3
+    assert waited.status_code == 503 and waited.json()["error"] == "Loading"
+    assert "indexing for the listall method" in waited.json()["message"] and "3 of" in waited.json()["message"]
+    assert browse.status_code == 200 and other.status_code == 200 and answered.status_code == 200
 
 
 def test_a_changed_registry_is_indexed_in_the_background_while_the_old_index_answers(db_path, gated_method):
