@@ -7,7 +7,8 @@ the server as a client would and measures, from the moment the process is starte
   while waiting are counted);
 - over HTTP: the first 200 from /healthz and from the page, and /readyz (everything loaded).
 With --model it uses the tiny random Qwen2 model through vLLM on CPU (what the tests build), so the engine's load
-is real. The wall clock of a shared machine moves with its load: each run reports the machine's load average.
+is real. The wall clock of a shared machine moves with its load: each run reports the machine's load average, and
+the CPU seconds the stdio server had used when it answered `initialize` (what it costs on an idle machine).
 
 Target: `initialize`, tools/list, /healthz and the page within 3 s of the start, with and without a model.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 
 import httpx
-from bench_serve import free_port, stop  # scripts/ is on the path when a script runs
+from bench_serve import cpu_seconds, free_port, stop  # scripts/ is on the path when a script runs
 from mcp import Client, StdioServerParameters
 
 from a2x_local.db import connect
@@ -75,6 +77,16 @@ def model_flags(model: Path | None) -> list[str]:
     return ["--model", str(model), "--engine", "vllm", "--dtype", "float32", "--max-model-len", str(MAX_POSITIONS)]
 
 
+def children_cpu_seconds() -> float:
+    """CPU seconds used so far by this process's children (the server the SDK client started)."""
+    total = 0.0
+    for listing in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        for pid in listing.read_text().split():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):   # it ended meanwhile
+                total += cpu_seconds(int(pid))
+    return total
+
+
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-c", "from a2x_local.cli import main; main()", *args]
 
@@ -90,13 +102,15 @@ async def over_stdio(db: Path, model: Path | None, home: Path) -> dict:
     started = time.perf_counter()
     async with Client(params, read_timeout_seconds=900) as client:
         initialized = time.perf_counter() - started
+        server_cpu = children_cpu_seconds()
         await client.list_tools()
         listed = time.perf_counter() - started
         method = "a2x" if model is not None else "bm25"
         answer = await client.call_tool("search_services", {"query": "convert 100 USD to EUR", "method": method},
                                         progress_callback=progress)
         searched = time.perf_counter() - started
-    return {"transport": "stdio", "initialize_s": round(initialized, 2), "tools_list_s": round(listed, 2),
+    return {"transport": "stdio", "initialize_s": round(initialized, 2), "server_cpu_s_at_initialize":
+            round(server_cpu, 2), "tools_list_s": round(listed, 2),
             f"first_{method}_search_s": round(searched, 2), "search_error": answer.is_error,
             "progress_notifications": len(heard), "last_progress": heard[-1] if heard else None}
 
