@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -87,7 +88,8 @@ class Discovery:
         self.config = state.config
         self.batcher = batcher
         self.metrics = metrics
-        self._set_answers: OrderedDict[tuple[int, str | None, str], SearchAnswer] = OrderedDict()
+        self._set_answers: OrderedDict[tuple[int, str | None, str],
+                                       tuple[weakref.ref[SearchMethod], SearchAnswer]] = OrderedDict()
         self._types: tuple[int, dict[str, int]] = (-1, {})
 
     async def _blocking(self, work: Callable[[], T]) -> T:
@@ -230,11 +232,14 @@ class Discovery:
         """An unranked method's whole answer (its pages are cut from it), kept a while for the next pages."""
         key = (id(method), mode, text)
         found = self._set_answers.get(key)
-        if found is not None:
+        if found is not None and found[0]() is method:   # the same method object (an id can be reused)
             self._set_answers.move_to_end(key)
-            return found
+            return found[1]
         answer = await self._answer(name, method, SearchRequest(text, mode=mode))
-        self._set_answers[key] = answer
+        try:
+            self._set_answers[key] = (weakref.ref(method), answer)   # never keeps a replaced method alive
+        except TypeError:
+            return answer
         while len(self._set_answers) > SET_ANSWERS_KEPT:
             self._set_answers.popitem(last=False)
         return answer

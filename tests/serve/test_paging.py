@@ -113,3 +113,24 @@ def test_a_cursor_of_another_request_is_refused(client):
     node_cursor = client.get("/v1/tree/nodes/root", params={"limit": 2}).json()["next_cursor"]
     wrong_node = client.get("/v1/tree/nodes/root/1", params={"cursor": node_cursor})
     assert wrong_node.status_code == 400 and "another request" in wrong_node.json()["message"]
+
+
+def test_an_llm_answer_is_paged_from_one_search(db_path):
+    from a2x_local.llm.scripted import ScriptedEngine
+    from tests.search.a2x_helpers import Oracle, sample_tree
+    from tests.serve.helpers import WANTED, registry_with_trees
+
+    registry_with_trees(db_path)
+    engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
+    server = make_server(db_path, engine)
+    try:
+        with TestClient(create_app(server.discovery), base_url="http://127.0.0.1") as client:
+            body = {"query": "find hotels", "method": "a2x", "k": 1}
+            first = client.post("/v1/search", json=body).json()
+            calls = engine.usage.total().calls
+            second = client.post("/v1/search", json={**body, "cursor": first["next_cursor"]}).json()
+    finally:
+        server.close()
+    assert first["ranked"] is False and len(first["hits"]) == 1 and len(second["hits"]) == 1
+    assert {first["hits"][0]["service_id"], second["hits"][0]["service_id"]} == {"h1", "h2"}
+    assert "next_cursor" not in second and engine.usage.total().calls == calls > 0   # the next page: no model call
