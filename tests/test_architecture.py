@@ -98,7 +98,6 @@ PUBLIC_API: dict[str, list[str]] = {
         "alias_path",
         "as_data",
         "build_tiny_model",
-        "check_engine",
         "check_ref",
         "clip",
         "engine_settings",

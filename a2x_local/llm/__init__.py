@@ -15,7 +15,7 @@ from a2x_local.llm.embedding import (
     resolve_embedding,
     resolve_embedding_model,
 )
-from a2x_local.llm.factory import check_engine, check_ref, engine_settings, make_engine
+from a2x_local.llm.factory import check_ref, engine_settings, make_engine
 from a2x_local.llm.model_check import ModelCheck
 from a2x_local.llm.models import ALIASES_FILE, alias_path, load_aliases
 from a2x_local.llm.options import ENGINE_OPTION_NAMES, EngineOptions
@@ -48,7 +48,6 @@ __all__ = [
     "alias_path",
     "as_data",
     "build_tiny_model",
-    "check_engine",
     "check_ref",
     "clip",
     "engine_settings",

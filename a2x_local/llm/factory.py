@@ -60,14 +60,6 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
     return VllmEngine.shared(ref.path, config, model_label=ref.label)
 
 
-def check_engine(settings: Settings, options: EngineOptions | None = None, **extra: Any) -> None:
-    """What `make_engine` would refuse before loading anything (an unknown alias, a missing or incomplete model
-    folder), in a second: a server checks this before it starts the engine in the background."""
-    ref, config = engine_settings(settings, options, **extra)
-    if config.name != "openai":
-        _preflight(ref, config)
-
-
 def check_ref(ref: ModelRef, config: EngineConfig, *, load_tokenizer: bool = True) -> ModelCheck:
     """`models check` for a resolved model under the engine settings it would run with."""
     return check_model(ref.path, target=ref.requested, alias=ref.alias, entry=ref.entry, dtype=config.dtype,

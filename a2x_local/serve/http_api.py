@@ -123,12 +123,13 @@ class Timing:
 
 
 def create_app(discovery: Discovery, *, token: str | None = None, loopback_only: bool = True,
-               mcp: Any = None, planning: Planning | None = None) -> Any:
+               mcp: Any = None, planning: Planning | None = None, load_on_startup: bool = True) -> Any:
     """The ASGI application: FastAPI wrapped in the guard and the timing middleware.
 
     ``mcp``: an `MCPServer` to serve at /mcp over streamable HTTP (stateless, JSON answers), or None.
     ``planning``: the compose stage's plans at /v1/compose (built here when not given).
-    Starting the app (its lifespan) starts the server's background loading: the port answers first.
+    ``load_on_startup``: the app's start starts the server's background loading (`serve_http` starts it itself,
+    once the port listens).
     """
     session_manager = None
     mcp_routes: list[Any] = []
@@ -145,7 +146,8 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        discovery.state.start_loading()
+        if load_on_startup:
+            discovery.state.start_loading()
         async with AsyncExitStack() as stack:
             if session_manager is not None:
                 await stack.enter_async_context(session_manager.run())

@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from a2x_local.compose import COMPOSE_SPEC
-from a2x_local.llm import Engine, EngineOptions, check_engine, make_engine
+from a2x_local.llm import Engine, EngineOptions, engine_settings, make_engine
 from a2x_local.search import register_method
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.compose_api import Planning
@@ -30,6 +32,7 @@ from a2x_local.settings import Settings
 
 log = logging.getLogger("a2x_local.serve")
 STDIO_CLAIM_WAIT_S = 2.0
+STDIO_HANDSHAKE_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,9 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Ca
                  engine_options: EngineOptions | None = None) -> Server:
     """A server ready to answer (its loading not started: `Server.start_loading`, or the HTTP app's start, does
     that). ``engine`` (tests: an engine, or a function making one) or ``engine_options`` (the CLI) give the LLM
-    methods their one engine; the options are checked here, so a missing model fails before anything listens."""
+    methods their one engine; a model that does not resolve (no such alias or folder) fails here, before anything
+    listens (resolving loads nothing; a folder's files are checked as the engine loads, an error then answers
+    `EngineFailed`)."""
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
@@ -85,7 +90,7 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Ca
     elif engine is not None:
         source = engine
     elif wants_engine(engine_options):
-        check_engine(settings, engine_options)
+        engine_settings(settings, engine_options)   # an unknown model fails now; its files are checked as it loads
         source = lambda: make_engine(settings, engine_options)  # noqa: E731
 
     def shared(inner: Engine) -> SharedRounds:
@@ -114,12 +119,16 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning)
+                         mcp=server.mcp, planning=server.planning, load_on_startup=False)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp (loading in the background: %s/healthz)",
                  settings.db_path, where, where, where, where)
-        uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
-                                      access_log=False, timeout_graceful_shutdown=10)).run()
+        listener = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
+                                                 access_log=False, timeout_graceful_shutdown=10))
+        # The background loading starts once the port listens: its imports and index builds would otherwise slow
+        # the server's own start.
+        threading.Thread(target=_load_when_listening, args=(listener, server), name="a2x-start", daemon=True).start()
+        listener.run()
     finally:
         server.close()
 
@@ -133,12 +142,22 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     with stdout_to_stderr():  # library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine)
 
+    # The background loading (its imports hold the interpreter for seconds at a time) starts once the client's
+    # handshake is done, so `initialize` and `tools/list` are answered first; at the latest after a few seconds.
+    server.mcp.middleware.append(_LoadAfterHandshake(server))
+
     async def run() -> None:
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(server.mcp.run_stdio_async)
+
+            async def serve() -> None:
+                await server.mcp.run_stdio_async()
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(serve)
             # The SDK points descriptor 1 at stderr while it serves (the protocol goes through a duplicate). The
             # engine's start-up redirects descriptor 1 too, so it may begin only once that has happened.
             await _until_stdout_claimed()
+            await anyio.sleep(STDIO_HANDSHAKE_WAIT_S)
             server.start_loading()
 
     try:
@@ -147,9 +166,28 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
         server.close()
 
 
-async def _until_stdout_claimed() -> None:
-    import time
+class _LoadAfterHandshake:
+    """MCP middleware: starts the server's background loading after the first message that is not `initialize`
+    (the client's `notifications/initialized`, or its first request)."""
 
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "initialize":
+            self.server.start_loading()
+        return result
+
+
+def _load_when_listening(listener: Any, server: Server) -> None:
+    while not listener.started and not listener.should_exit:
+        time.sleep(0.01)
+    if listener.started:
+        server.start_loading()
+
+
+async def _until_stdout_claimed() -> None:
     import anyio
 
     deadline = time.monotonic() + STDIO_CLAIM_WAIT_S
