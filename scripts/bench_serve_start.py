@@ -131,12 +131,15 @@ def over_http(db: Path, model: Path | None, home: Path, port: int) -> dict:
                     try:
                         if httpx.get(url + path, timeout=5).status_code == 200:
                             found[name] = round(time.perf_counter() - started, 2)
+                            if name == "healthz":
+                                found["server_cpu_s_at_healthz"] = round(cpu_seconds(process.pid), 2)
                     except httpx.TransportError:
                         pass
             time.sleep(0.05)
     finally:
         stop(process)
-    return {"transport": "http", **{f"{name}_s": seconds for name, seconds in found.items()}}
+    return {"transport": "http", **{name if name.endswith("_s") else f"{name}_s": value
+                                    for name, value in found.items()}}
 
 
 def main() -> None:
