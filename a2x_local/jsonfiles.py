@@ -1,15 +1,19 @@
 """Reading JSON and JSON Lines files, bounded: every JSON file a2x-local reads goes through here (services to ingest,
 query and steps files, tree imports, run records and summaries, kept build rounds, index and model files).
 
-A file is refused with an error naming it (and the entry or line) when it is larger than ``max_file_bytes`` (files
-are read whole, so their size must be bounded), not UTF-8 (a BOM is accepted), empty, not JSON, or nested deeper
-than ``max_json_depth``: Python's decoder recurses, so a hostile file of a few kilobytes could exhaust the stack.
+A file is refused with an error naming it (and the entry or line) when it is not a regular file once symbolic links
+are resolved (a device never ends, a named pipe blocks), larger than ``max_file_bytes`` (files are read whole, so
+their size is bounded, while reading too, not only by what the file claims), not UTF-8 (a BOM is accepted), empty,
+not JSON, or nested deeper than ``max_json_depth``: Python's decoder recurses, so a hostile file of a few kilobytes
+could exhaust the stack.
 The limits are `[registry]` max_file_bytes and max_json_depth; `JsonLimits.defaults()` are the packaged ones.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
@@ -17,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
+from a2x_local.outfiles import kind_of
 from a2x_local.settings import Settings, packaged_defaults
 
 _SIZE_HINT = "split it, or raise [registry] max_file_bytes to accept it"
 _DEPTH_HINT = "flatten it, or raise [registry] max_json_depth to accept it"
 _TOO_DEEP = "is nested too deeply"
 JSONL_HINT = "a JSONL file holds one JSON object per line"
+_CHUNK = 1 << 20
 _SYNTAX_HINT = "fix the JSON at that place (`python -m json.tool FILE` shows it too)"
 
 
@@ -58,6 +64,68 @@ def _packaged_limits() -> JsonLimits:
     return JsonLimits.of(packaged_defaults())
 
 
+def read_bytes(path: Path, max_bytes: int, *, what: str = "", hint: str | None = None) -> bytes:
+    """The bytes of a regular file (symbolic links resolved), at most ``max_bytes`` of them.
+
+    Anything else is refused before it is opened: a device such as /dev/zero never ends, and a named pipe blocks
+    until a writer comes. The size is bounded while reading, not only by the size the file claims (a file that
+    grows, or a /proc file that claims 0 bytes), and the file opened is checked again (swapped in meanwhile)."""
+    shown = str(path)
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(shown, "is a folder where a file was expected",
+                             hint=hint or "give a file's path, not a folder's")
+        fd = _open_regular(shown, real, mode)
+        try:
+            data = _read_bounded(fd, shown, max_bytes)
+        finally:
+            os.close(fd)
+    except FileNotFoundError as exc:
+        missing = f"{what} file not found".strip() if not path.is_symlink() else "is a broken symbolic link"
+        raise InputError(shown, missing, hint="check the path") from exc
+    except OSError as exc:
+        raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
+                         hint="check the file's permissions") from exc
+    return data
+
+
+def _refuse_special(shown: str, real: str, mode: int) -> InputError:
+    where = shown if os.path.abspath(shown) == real else f"{shown} (→ {real})"
+    return InputError(where, f"is {kind_of(mode)}, not a regular file; only regular files are read",
+                      hint="copy what it holds into a file and give that file")
+
+
+def _open_regular(shown: str, real: str, mode: int) -> int:
+    """A descriptor of the regular file at ``real``; non-blocking while it is checked, so a pipe never hangs."""
+    if not stat.S_ISREG(mode):
+        raise _refuse_special(shown, real, mode)
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    opened = os.fstat(fd).st_mode
+    if not stat.S_ISREG(opened):
+        os.close(fd)
+        raise _refuse_special(shown, real, opened)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _read_bounded(fd: int, shown: str, max_bytes: int) -> bytes:
+    size = os.fstat(fd).st_size
+    if size > max_bytes:
+        raise InputError(shown, f"is {size:,} bytes, over the limit of {max_bytes:,}", hint=_SIZE_HINT)
+    chunks, total = [], 0
+    while True:
+        chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            raise InputError(shown, f"holds more than the limit of {max_bytes:,} bytes (it grew while read)",
+                             hint=_SIZE_HINT)
+
+
 def read_text(path: Path, limits: JsonLimits | None = None, *, what: str = "", empty_ok: bool = False,
               hint: str | None = None) -> str:
     """The file's text: readable, UTF-8 (a BOM is accepted), within the size limit and, unless ``empty_ok``, not
@@ -65,21 +133,7 @@ def read_text(path: Path, limits: JsonLimits | None = None, *, what: str = "", e
     file not found")."""
     limits = limits or JsonLimits.defaults()
     shown = str(path)
-    try:
-        size = path.stat().st_size
-        if size > limits.max_file_bytes:
-            raise InputError(shown, f"is {size:,} bytes, over the limit of {limits.max_file_bytes:,}",
-                             hint=_SIZE_HINT)
-        data = path.read_bytes()
-    except IsADirectoryError as exc:
-        raise InputError(shown, "is a folder where a file was expected",
-                         hint=hint or "give a file's path, not a folder's") from exc
-    except FileNotFoundError as exc:
-        missing = f"{what} file not found".strip() if not path.is_symlink() else "is a broken symbolic link"
-        raise InputError(shown, missing, hint="check the path") from exc
-    except OSError as exc:
-        raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
-                         hint="check the file's permissions") from exc
+    data = read_bytes(Path(path), limits.max_file_bytes, what=what, hint=hint)
     if not data.strip() and not empty_ok:
         raise InputError(shown, "the file is empty", hint=hint or "give a file with content (docs/registry.md)")
     try:

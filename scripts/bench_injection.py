@@ -39,7 +39,6 @@ from a2x_local.db import connect, transaction
 from a2x_local.evaluation.metrics import mean
 from a2x_local.evaluation.queries import load_queries
 from a2x_local.llm import as_data
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from a2x_local.registry import Registry, Service
 from a2x_local.search.llm import listing
@@ -49,8 +48,8 @@ from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.types import Tree
+from a2x_local.testing import ScriptedEngine, WordPolicy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 ROLE_OPENERS = ("<|im_start|>system", "<<SYS>>")

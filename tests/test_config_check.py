@@ -4,9 +4,7 @@ file fails every command with one error naming the file, the table and the key, 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from a2x_local.errors import UserError
 from a2x_local.settings import check_config, load_settings
 from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 
 
 def write(home: Path, text: str) -> Path:
@@ -104,8 +103,8 @@ print(json.dumps({"cli": known, "all": sorted(settings._SECTIONS)}))
 def test_the_cli_knows_every_table_before_any_command_runs():
     """A table whose model the CLI never imported would read as unknown: importing the CLI must register them all
     (checked in a fresh interpreter, against every table model of the package)."""
-    done = subprocess.run([sys.executable, "-c", _TABLES], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(python_command(_TABLES), cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=tree_env())
     assert done.returncode == 0, done.stderr
     tables = json.loads(done.stdout.splitlines()[-1])
     assert {"build", "search", "engine", "engine.openai", "serve"} <= set(tables["all"])

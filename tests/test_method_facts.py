@@ -12,13 +12,12 @@ from mcp import Client
 
 import a2x_local.cli  # noqa: F401  (the composition root: registers compose's method)
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search import MODES, ModeError, make_method, method_names, method_spec
 from a2x_local.serve.http_api import create_app
 from a2x_local.settings import load_settings
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import WANTED, make_server, registry_with_trees
-from tests.support.engines import patch_make_engine
 
 LOOPBACK = "http://127.0.0.1"
 TWO_NEEDS = "the h1 thing, then the s2 thing"
@@ -39,15 +38,18 @@ def test_the_composition_root_registered_compose():
 
 
 @pytest.mark.parametrize("name", method_names())
-def test_a_methods_declared_facts_hold_when_it_is_built(name: str, served_registry, monkeypatch) -> None:
+def test_a_methods_declared_facts_hold_when_it_is_built(name: str, served_registry, use_engine, monkeypatch,
+                                                        tmp_path) -> None:
     spec = method_spec(name)
     assert spec.engine in ("none", "optional", "required") and spec.cost in ("retrieval", "llm", "llm-heavy")
     assert spec.cost_note, f"{name}: say the cost in words"
     assert set(spec.modes) <= set(MODES)
     assert (spec.cost == "retrieval") == (spec.engine == "none"), "only methods without a model cost retrieval"
     assert spec.takes_engine == ("engine" in spec.options.model_fields)
-    started = patch_make_engine(monkeypatch, lambda settings, options: (_ for _ in ()).throw(
-        NoEngineHere("this test gives no engine")))
+    started = use_engine("no-engine", lambda config: (_ for _ in ()).throw(NoEngineHere("this test gives no engine")))
+    config = tmp_path / "config.toml"
+    config.write_text('[engine]\nname = "no-engine"\n', encoding="utf-8")   # the engine a method starts itself
+    monkeypatch.setenv("A2X_CONFIG", str(config))
     settings = load_settings(db=served_registry)
     if spec.needs_engine:
         with pytest.raises(NoEngineHere):
@@ -117,7 +119,8 @@ def test_the_server_offers_what_it_can_run(served_registry) -> None:
         with TestClient(create_app(server.discovery, planning=server.planning), base_url=LOOPBACK) as client:
             infos = {info["name"]: info for info in client.get("/v1/methods").json()}
             unknown = client.post("/v1/search", json={"query": "x", "method": "nope"}).json()
-            composed = client.post("/v1/search", json={"query": TWO_NEEDS, "method": "compose", "k": 3})
+            composed = client.post("/v1/search", json={"query": TWO_NEEDS, "method": "compose", "k": 3,
+                                                        "detail": "full"})   # the cost fields: only when asked
             step = client.post("/v1/compose", json={"request": TWO_NEEDS, "method": "nope"}).json()
         offered = server.state.offered()
     finally:
@@ -131,7 +134,8 @@ def test_the_server_offers_what_it_can_run(served_registry) -> None:
     assert offered == [name for name, info in sorted(infos.items()) if info["available"]]
     assert unknown["error"] == "UnknownMethod" and unknown["hint"] == f"choose one of: {', '.join(offered)}"
     assert composed.status_code == 200, composed.text                 # compose runs without a model here
-    assert composed.json()["method"] == "compose" and composed.json()["hits"] and composed.json()["calls"] == 0
+    answer = composed.json()
+    assert answer["method"] == "compose" and answer["hits"] and answer["cost"]["calls"] == 0
     assert step["error"] == "UnknownMethod" and "compose" not in step["hint"] and "a2x" not in step["hint"]
     assert step["hint"] == f"choose one of: {', '.join(n for n in offered if n != 'compose')}"
 

@@ -34,6 +34,9 @@ from a2x_local.cli import compose_cmds  # noqa: F401  (compose)
 from a2x_local.cli import models_cmds  # noqa: F401  (models list|check|make-tiny)
 
 # isort: split
+from a2x_local.cli import bundle_cmds  # noqa: F401  (bundle)
+
+# isort: split
 from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (build, tree ...)
 
 # isort: split

@@ -3,16 +3,35 @@ package `a2x_local.cli` imports them), so this module imports none of them."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from a2x_local import __version__
+from a2x_local import provenance
 from a2x_local.llm import send_startup_output_to
 from a2x_local.settings import home_dir
 
 ENGINE_LOG = "logs/engine.log"
+# Libraries that turn on their own debug logging when imported (bm25s sets DEBUG on its logger): a server's stderr
+# then carried a line per index built, through the handler the MCP SDK puts on the root logger.
+CHATTY_LIBRARIES = ("bm25s",)
+
+
+def _below_warning(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
+def quiet_libraries(verbose: bool) -> None:
+    """Keep the libraries' debug and info lines off stderr unless --verbose. A filter, not a level: bm25s sets its
+    logger's level when it is imported, after this runs; a filter stays."""
+    for name in CHATTY_LIBRARIES:
+        logger = logging.getLogger(name)
+        if verbose:
+            logger.removeFilter(_below_warning)
+        elif _below_warning not in logger.filters:
+            logger.addFilter(_below_warning)
 
 app = typer.Typer(
     name="a2x-local",
@@ -27,7 +46,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"a2x-local {__version__}")
+        typer.echo(provenance.current().describe())
         raise typer.Exit()
 
 
@@ -36,12 +55,15 @@ def _root(
     ctx: typer.Context,
     db: Annotated[Path | None, typer.Option("--db", help="Registry database for every sub-command.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show engine start-up output (vLLM, torch) "
-                                          f"here instead of in $A2X_HOME/{ENGINE_LOG}.")] = False,
+                                          f"here instead of in $A2X_HOME/{ENGINE_LOG}, and libraries' debug "
+                                          "lines.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+                                          help="Print the version and where it came from (commit, "
+                                          "offline bundle), and exit.")] = False,
 ) -> None:
     ctx.obj = {"db": db, "verbose": verbose}
     send_startup_output_to(None if verbose else home_dir() / ENGINE_LOG)
+    quiet_libraries(verbose)
 
 
 

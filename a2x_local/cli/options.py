@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +29,7 @@ from a2x_local.llm import (
     make_engine,
     with_answer_cache,
 )
+from a2x_local.locks import RegistryLock
 from a2x_local.search import ModeError, check_queries, method_names, method_spec, parse_option_pairs
 from a2x_local.settings import Settings, check_config, load_settings
 
@@ -56,10 +57,16 @@ def settings_for(ctx: typer.Context | None, db: Path | None = None) -> Settings:
 
 
 @contextmanager
-def open_registry_db(settings: Settings, *, mode: Mode = "write") -> Iterator[duckdb.DuckDBPyConnection]:
+def open_registry_db(settings: Settings, *, mode: Mode = "write",
+                     job: str = "a command") -> Iterator[duckdb.DuckDBPyConnection]:
     """The registry database, opened (and migrated) for the length of a block; ``mode="read"`` for commands that
-    only read, so a read-only file still serves them. Commands that write check every block first."""
-    with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode=mode, verify=mode == "write") as con:
+    only read, so a read-only file still serves them. Commands that write check every block first, and hold the
+    registry write lock (`RegistryLock`, named by ``job``) for the block: a second writer waits, then is refused."""
+    with ExitStack() as stack:
+        if mode == "write":
+            stack.enter_context(RegistryLock(settings.db_path, job, wait_s=settings.lock_timeout_s))
+        con = stack.enter_context(connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode=mode,
+                                          verify=mode == "write"))
         yield con
 
 

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from a2x_local.errors import A2XError
 from a2x_local.llm import Result
 from a2x_local.search import ProgressFactory
+from a2x_local.text import show_bidi
 
 console = Console()
 err_console = Console(stderr=True)
@@ -29,10 +30,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def terminal_safe(text: str) -> str:
-    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw.
+    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw, and bidi controls
+    as ``<U+202E>`` (a right-to-left override U+202E before ``gnp.exe`` shows "toolexe.png").
 
     Ingest refuses them in service text; this covers what came in before, tree names and anything else shown."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return show_bidi(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text))
 
 
 def shown(text: object) -> str:

@@ -25,6 +25,7 @@ from a2x_local.cli.output import console, err_console, print_json, shown, with_r
 from a2x_local.errors import UserError
 from a2x_local.lifecycle import PLACEMENTS, run_update
 from a2x_local.llm import EngineOptions
+from a2x_local.outfiles import write_output
 from a2x_local.registry import Registry
 from a2x_local.taxonomy import (
     Tree,
@@ -215,7 +216,7 @@ def export_command(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        write_output(out, text, what="exported tree")
         err_console.print(f"wrote tree {tree.build_id} ({len(tree.nodes)} nodes) to {out}")
 
 
@@ -239,7 +240,7 @@ def import_command(
     Example: a2x-local tree import exported/taxonomy/ --allow-missing --no-activate
     """
     data = read_tree_file(file)
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), job="tree import") as con:
         registry = Registry(con)
         tree, warnings = import_tree(data, registry.ids(), source=str(file), allow_missing=allow_missing)
         build_id = save_import(con, tree, fingerprint=registry.fingerprint(), source=str(file),
@@ -267,7 +268,7 @@ def activate_command(ctx: typer.Context, build_id: Annotated[int, typer.Argument
 
     Example: a2x-local tree activate 3
     """
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), job="tree activate") as con:
         activate(con, build_id)
     if json_output:
         print_json({"active": build_id})
@@ -289,7 +290,7 @@ def delete_command(
     Example: a2x-local tree delete 2
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, job="tree delete") as con:
         record = get_build(con, build_id)
         if record.status == "running" and build_running(settings.db_path):
             raise UserError(f"tree {build_id} is being built right now", hint="wait for the build to finish")
@@ -376,7 +377,7 @@ def diff_command(
 
     Example: a2x-local tree diff 3 4 --json
     """
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), mode="read") as con:
         diff = diff_trees(load_tree(con, a), load_tree(con, b))
     if json_output:
         print_json(diff.to_dict())

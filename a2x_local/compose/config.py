@@ -22,6 +22,7 @@ class ComposeConfig(SectionConfig):
     max_steps: int = Field(ge=1, le=20)
     step_chars: int = Field(ge=20)
     request_chars: int = Field(ge=50)
+    max_steps_file_bytes: int = Field(ge=1024)
     step_method: str
     candidates: int = Field(ge=1, le=100)
     alpha: float = Field(ge=0, le=1)

@@ -15,7 +15,7 @@ from a2x_local.compose.compatibility import profiles
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer
 from a2x_local.compose.planner import Composer
-from a2x_local.compose.steps_file import StepsBook, load_steps_file
+from a2x_local.compose.steps_file import StepsBook, StepsBounds, load_steps_file
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.jsonfiles import JsonLimits
@@ -92,8 +92,11 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
         raise UserError("compose cannot search its own steps with compose", code="UnknownMethod",
                         hint=f"pick a step method: {', '.join(step_method_names())}")
     spec = method_spec(config.step_method, offered=step_method_names())
+    bounds = StepsBounds(config.max_steps, config.step_chars)
     book = (steps if isinstance(steps, StepsBook) or steps is None else
-            load_steps_file(steps, JsonLimits.from_settings(settings)))
+            load_steps_file(steps, JsonLimits.from_settings(settings), bounds, max_bytes=config.max_steps_file_bytes))
+    if book is not None:
+        book.check_bounds(bounds)
     services, tree, stale_note = _snapshot(settings, db_path)
     decomposer = _decomposer(config, book, settings, engine, engine_options, start_engine)
     step_engine = spec.needs_engine or (spec.takes_engine and engine is not None)

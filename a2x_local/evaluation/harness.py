@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from a2x_local.evaluation.metrics import dedupe, score_query
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.summary import ranking_depth, summarize
 from a2x_local.hashing import stable_hash
-from a2x_local.jsonfiles import parse_json, read_json, read_text
+from a2x_local.jsonfiles import parse_json, read_bytes, read_json, read_text
+from a2x_local.outfiles import open_append, write_output
 from a2x_local.registry import Registry
 from a2x_local.search import SearchAnswer, SearchCost, SearchMethod, SearchRequest
 from a2x_local.settings import SectionConfig
@@ -97,13 +99,13 @@ class RunSpec:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The hash of a query file, which names the run's queries. The file was read within the limits already; here
+    only a regular file is read (a device or a pipe swapped in meanwhile is refused)."""
+    return hashlib.sha256(read_bytes(Path(path), sys.maxsize, what="query")).hexdigest()
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_output(path, text, what="run file")
 
 
 def _read_results(path: Path) -> tuple[list[dict[str, Any]], bool]:
@@ -205,7 +207,7 @@ class Evaluation:
         ranked = bool(getattr(method, "ranked", True))
         depth = self.depth(ranked)
         todo = [query for query in queries if query.id not in self.done]
-        with self.results_path.open("a", encoding="utf-8") as out:
+        with open_append(self.results_path, what="run's results") as out:
             # Queries with nothing to find are recorded without asking the method (an LLM call would be wasted).
             unanswerable, answerable = [], []
             for query in todo:

@@ -13,21 +13,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from a2x_local.db import connect
-from a2x_local.errors import A2XError
+from a2x_local.errors import A2XError, UserError
 from a2x_local.lifecycle.config import LifecycleConfig
 from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.gate import run_gate
-from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyLock
+from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyBusyError, NightlyLock
 from a2x_local.lifecycle.report import write_report
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.lifecycle.update import run_update
 from a2x_local.llm import AnswerCache, CacheConfig, Engine
+from a2x_local.locks import RegistryBusyError, RegistryLock
+from a2x_local.outfiles import output_target
 from a2x_local.registry import Limits, Registry, RegistryConfig, sync
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import activate, active_build_id, get_build, load_tree, run_build
@@ -36,7 +39,8 @@ EXIT_OK, EXIT_FAILED, EXIT_GATE_REFUSED = 0, 1, 3
 EXIT_CODES = {EXIT_OK: "a new tree was activated, or nothing changed", EXIT_FAILED: "the job failed (see the report's"
               " error; the active tree is unchanged)", 2: "usage error (bad flags)",
               EXIT_GATE_REFUSED: "the regression gate refused the new tree (kept, not active)",
-              EXIT_BUSY: "another nightly job holds the database (this run was skipped)"}
+              EXIT_BUSY: "another nightly job, or another writer of the registry, holds the database (this run was"
+                         " skipped)"}
 
 
 @dataclass
@@ -81,9 +85,20 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
                               "status": "running", "exit_code": None, "action": None, "candidate": None,
                               "sync": None, "update": None, "build": None, "gate": None, "retention": None,
                               "error": None}
+    output_target(path, what="nightly report")   # a path that cannot take the report is refused before any work
     engines = LazyEngine(load_engine)
     clock = time.perf_counter()
-    with NightlyLock(settings.db_path):
+    with ExitStack() as held:
+        try:
+            held.enter_context(NightlyLock(settings.db_path, "nightly"))
+            held.enter_context(RegistryLock(settings.db_path, "nightly", wait_s=settings.lock_timeout_s))
+        except (NightlyBusyError, RegistryBusyError) as exc:
+            report["status"], report["error"] = "skipped", exc.to_dict()
+            _finish(report, engines, clock, EXIT_BUSY, path)   # a skipped run is reported too
+            if isinstance(exc, NightlyBusyError):
+                raise
+            raise NightlyBusyError(exc.message, hint="the job that holds the registry ends on its own; this run was"
+                                                     " skipped (exit code 4)", code="RegistryBusy") from exc
         try:
             code = _run(settings, request, engines, report, path, observer)
             error = None
@@ -100,6 +115,22 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
             engines.close()
         _finish(report, engines, clock, code, path)
     return NightlyOutcome(report, path, code, error)
+
+
+def _check_still_current(con: Any, candidate: int, active: int | None) -> None:
+    """Before switching: the registry is still the one the new tree was built for, and the active tree is still the
+    one the job started from. The registry lock keeps other writers out; this catches anything that did not take
+    it (another version of a2x-local, a hand edit), so the job never undoes a rollback or activates a tree built
+    for other services."""
+    fingerprint = Registry(con).fingerprint()
+    built_for = get_build(con, candidate).registry_fingerprint
+    now_active = active_build_id(con)
+    if fingerprint != built_for or now_active != active:
+        what = ("the registry's services changed" if fingerprint != built_for else
+                f"the active tree changed from {active} to {now_active}")
+        raise UserError(f"{what} while the job ran; tree {candidate} was kept but not activated",
+                        hint=f"look at `a2x-local tree list`; `a2x-local tree activate {candidate}` switches by hand,"
+                             " or the next night builds for the registry as it is then", code="RegistryChanged")
 
 
 def _record_active_after(settings: Settings, report: dict[str, Any]) -> None:
@@ -128,7 +159,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
     with connect(db, lock_timeout_s=timeout) as con:
         active = report["active_before"] = active_build_id(con)   # known even when the sync fails
         result = sync(con, request.source, max_remove_share=registry_config.sync_max_remove_share, fmt=request.fmt,
-                      limits=Limits.from_config(registry_config), force=request.force)
+                      limits=Limits.from_config(registry_config), force=request.force,
+                      allow_lookalikes=registry_config.allow_lookalikes)
         registry = Registry(con)
         fingerprint, size = registry.fingerprint(), registry.count()
         current = active is not None and get_build(con, active).registry_fingerprint == fingerprint
@@ -182,6 +214,7 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
             report["gate"] = {"skipped": "no active tree to compare with"}
         if gate_passed:
             with connect(db, lock_timeout_s=timeout) as con:
+                _check_still_current(con, candidate, active)
                 activate(con, candidate)
             report["status"] = "activated"
         else:

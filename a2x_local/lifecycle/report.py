@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from a2x_local.outfiles import write_output
+
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
-    """Write ``report`` to ``path`` whole or not at all (a monitor never reads half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``report`` to ``path`` whole or not at all (a monitor never reads half a file); only a regular file or
+    a new path is written (`outfiles`)."""
+    write_output(path, json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", what="nightly report")
 
 
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ from a2x_local.lifecycle.placement import (
     with_placements,
 )
 from a2x_local.llm import Engine, Usage
+from a2x_local.locks import RegistryLock
 from a2x_local.registry import Registry
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import (
@@ -90,7 +91,7 @@ def run_update(settings: Settings, *, load_engine: EngineLoader | None, model: s
         raise UserError("placement by the model needs a model", hint="pass --model, or --placement embedding")
     started = time.perf_counter()
     db_path, timeout = settings.db_path, settings.lock_timeout_s
-    with BuildLock(db_path):
+    with BuildLock(db_path), RegistryLock(db_path, "tree update", wait_s=timeout):
         with connect(db_path, lock_timeout_s=timeout) as con:
             base = load_tree(con, base_id) if base_id is not None else load_active_tree(con)
             record = get_build(con, base.build_id)

@@ -1,6 +1,8 @@
 """Search: every method (retrieval baselines in `retrieval/`, A2X descent and the LLM baselines in `llm/`) behind
 one batch interface, registered by name. Everything else in this package is private to it."""
 
+from a2x_local.search.llm.descent import option_services
+from a2x_local.search.llm.positions import NONE
 from a2x_local.search.llm.tree_api import descend_tree, tree_search
 from a2x_local.search.methods import (
     MethodSpec,
@@ -28,6 +30,7 @@ from a2x_local.search.types import (
 
 __all__ = [
     "MODES",
+    "NONE",
     "Hit",
     "LabelledQuery",
     "MethodSpec",
@@ -46,6 +49,7 @@ __all__ = [
     "make_retriever",
     "method_names",
     "method_spec",
+    "option_services",
     "parse_option_pairs",
     "register_method",
     "tree_search",

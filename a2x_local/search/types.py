@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from a2x_local.costs import AnswerCost
 from a2x_local.errors import UserError
+from a2x_local.text import check_text
 
 EMPTY_QUERY_HINT = 'say what the agent needs, e.g. a2x-local search "convert currencies"'
 # Every selection mode an LLM method may take (a method's spec says which it does): everything that could help,
@@ -70,9 +71,11 @@ class SearchMethod(Protocol):
 
 
 def check_queries(queries: Sequence[str]) -> None:
-    """Refuse an empty (or blank) query before any work: every method's search_batch calls this, and so does the
-    CLI before it loads a method. The error names the query's position when a batch holds several."""
+    """Refuse an empty (or blank) query, or one that is not valid text (`a2x_local.text`), before any work: every
+    method's search_batch calls this, and so does the CLI before it loads a method. The error names the query's
+    position when a batch holds several."""
     for number, query in enumerate(queries, start=1):
+        where = f" (query {number} of {len(queries)})" if len(queries) > 1 else ""
         if not query or not query.strip():
-            where = f" (query {number} of {len(queries)})" if len(queries) > 1 else ""
             raise UserError(f"the query is empty{where}", hint=EMPTY_QUERY_HINT, code="EmptyQuery")
+        check_text(query, f"the query{where}")

@@ -46,6 +46,7 @@ from a2x_local.serve.views import (
     service_ref,
 )
 from a2x_local.taxonomy import Tree
+from a2x_local.text import check_text, printable
 
 if TYPE_CHECKING:
     from a2x_local.serve.metrics import Metrics
@@ -145,7 +146,9 @@ class Discovery:
 
     def check_limits(self, text: str, k: int | None, *, what: str = "query",
                      example: str = "'convert currencies'") -> None:
-        """A request's text and k within the server's limits (400 otherwise): searches and plans alike."""
+        """A request's text and k within the server's limits (400 otherwise): searches and plans alike. The text is
+        valid Unicode without control characters (`check_text`: 400 BadText naming the field)."""
+        check_text(text, what, error=BadRequest)
         if not text.strip():
             raise BadRequest(f"the {what} is empty", hint=f"say what the agent needs, e.g. {example}",
                              code="EmptyQuery")
@@ -259,28 +262,40 @@ class Discovery:
         return hit_view(snapshot.services[hit.service_id], hit.score, path, snapshot.tree, self.config.summary_chars)
 
     async def search_many(self, queries: list[SearchQuery]) -> list[SearchResult]:
-        """Several searches in one call (bounded); all are checked before any runs."""
+        """Several searches in one call (bounded); one that fails its checks or its search is an error in its own
+        slot, and the others are answered."""
         if not queries:
             raise BadRequest("no searches given", hint='send {"requests": [{"query": "..."}]}', code="EmptyBatch")
         if len(queries) > self.config.max_requests_per_call:
             raise BadRequest(f"{len(queries)} searches in one call; this server accepts at most "
                              f"{self.config.max_requests_per_call}", hint="split them over several calls",
                              code="BatchTooLarge")
-        for query in queries:
-            self.check(query)
-        outcomes = await asyncio.gather(*(self.search(query) for query in queries), return_exceptions=True)
+        refused: dict[int, A2XError] = {}
+        for index, query in enumerate(queries):
+            try:
+                self.check(query)
+            except A2XError as exc:   # a bad request is an error in its own slot: the others still run
+                refused[index] = exc
+        outcomes = await asyncio.gather(*(self._refused(refused[index]) if index in refused else self.search(query)
+                                          for index, query in enumerate(queries)), return_exceptions=True)
         results = []
-        for query, outcome in zip(queries, outcomes, strict=True):
+        for index, (query, outcome) in enumerate(zip(queries, outcomes, strict=True)):
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
                     raise outcome
                 # One search failing leaves the others' answers standing: its own result carries the error.
                 message = outcome.message if isinstance(outcome, A2XError) else "the search failed"
+                if index in refused:
+                    message = f"requests[{index}]: {message}"
                 name = query.method or self.config.default_method
-                outcome = SearchResult(method=name, mode=query.mode, query=query.query, hits=[], ranked=False,
-                                       error=message)
+                outcome = SearchResult(method=name, mode=query.mode, query=printable(query.query), hits=[],
+                                       ranked=False, error=message)
             results.append(outcome)
         return results
+
+    @staticmethod
+    async def _refused(error: A2XError) -> SearchResult:
+        raise error
 
     def methods(self) -> list[MethodInfo]:
         """Every method, with its declared facts and whether this server can run it now (and if not, why)."""
@@ -368,13 +383,19 @@ class Discovery:
         state = self.state
         snapshot = state.latest
         if snapshot is not None and not state.is_current():
-            snapshot = await self.snapshot()
+            try:
+                snapshot = await self.snapshot()
+            except A2XError as exc:
+                raise Unavailable(exc.message, hint=exc.hint) from exc
         problems = dict(state.problems)
         if state.engine_error is not None:
             problems["model"] = state.engine_error.message
         if state.load_error is not None:
             problems["registry"] = state.load_error.message
-        status = "failed" if state.load_error is not None else ("ok" if state.ready() else "loading")
+        if state.degraded is not None:   # serving the snapshot it holds, though the file under it cannot be read
+            problems["registry"] = state.degraded
+        status = ("failed" if state.load_error is not None else "degraded" if state.degraded is not None
+                  else "ok" if state.ready() else "loading")
         engine = state.engine.describe() if state.engine is not None else None
         return Health(status=status, services=len(snapshot.services) if snapshot is not None else None,
                       tree=snapshot.build_id if snapshot is not None else None,

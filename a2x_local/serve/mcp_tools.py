@@ -22,6 +22,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from a2x_local import __version__
+from a2x_local.compose import COMPOSE_SPEC
 from a2x_local.errors import A2XError
 from a2x_local.registry import SERVICE_TYPES
 from a2x_local.search import method_spec
@@ -29,6 +30,7 @@ from a2x_local.serve import compact
 from a2x_local.serve.compose_api import ComposeQuery, Planning, brief_plan
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.views import Detail, Filters, SearchQuery
+from a2x_local.serve.visible import visible
 
 INSTRUCTIONS = """\
 Finds services (MCP tools and servers, A2A agents, skills, APIs) in an offline catalogue. Call search_services \
@@ -40,14 +42,19 @@ TYPES = " | ".join(SERVICE_TYPES)
 CURSOR = "next_cursor of the previous answer, for the next page."
 
 
-def methods_line(names: list[str], default: str) -> str:
-    """The search methods this server runs, grouped by what a query costs (from their specs)."""
+def methods_line(names: list[str], default: str, plan: str | None = None) -> str:
+    """The search methods this server runs, grouped by what a query costs (from their specs); ``plan``, the
+    planning method, last with what it answers (its plan itself comes from compose_plan)."""
     groups: dict[str, list[str]] = {}
     for name in names:
-        groups.setdefault(method_spec(name).cost, []).append(name + (" (default)" if name == default else ""))
+        if name != plan:
+            groups.setdefault(method_spec(name).cost, []).append(name + (" (default)" if name == default else ""))
     words = {"retrieval": "retrieval, ranked, milliseconds", "llm": "a few LLM prompts per query, seconds",
              "llm-heavy": "one very long LLM prompt per query (the whole catalogue): slow and costly"}
-    return "; ".join(f"{', '.join(members)}: {words[cost]}" for cost, members in groups.items())
+    line = "; ".join(f"{', '.join(members)}: {words[cost]}" for cost, members in groups.items())
+    if plan in names:
+        line += f"; {plan}: the services of a multi-step plan as one ranking (compose_plan gives the plan)"
+    return line
 
 
 def _answer(text: str, structured: dict[str, Any]) -> CallToolResult:
@@ -69,7 +76,7 @@ class _Refused(Exception):
 async def _run(work: Any) -> Any:
     """The operation's answer; a user-facing error becomes an error answer the model can read and act on."""
     try:
-        return await work
+        return visible(await work)    # bidi controls in names shown as <U+202E> (visible.py)
     except A2XError as exc:
         # The code leads, as the HTTP API's "error" field does, so an agent can tell errors apart without parsing.
         text = f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
@@ -98,7 +105,7 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them)."""
     config = discovery.config
     state = discovery.state
-    search_names = [name for name in state.offered() if method_spec(name).name != "compose"]
+    search_names = state.offered()
     step_names = state.offered(steps=True)
     # WARNING: the SDK configures the root logger at this level, and INFO would log every HTTP request made.
     server = MCPServer("a2x-local", title="a2x-local service discovery", instructions=INSTRUCTIONS,
@@ -108,13 +115,13 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     @server.tool(name="search_services", title="Search services", annotations=READ_ONLY, description=(
         "Find services for one task described in plain words (e.g. \"convert 100 USD to EUR\"), not by name. "
         "Answers a page of hits (name, type, id, score, category, summary); call get_service on an id for how to "
-        "call it. For a task of several steps use compose_plan. Methods: "
-        f"{methods_line(search_names, config.default_method)}."))
+        "call it. For a task of several steps use compose_plan."))
     @_tool
     async def search_services(
         query: Annotated[str, Field(description="The need, in words.", json_schema_extra=text_limit)],
         ctx: Context,
-        method: Annotated[str | None, Field(description="Search method (see above).")] = None,
+        method: Annotated[str | None, Field(description="Search method: " + methods_line(
+            search_names, config.default_method, COMPOSE_SPEC.name) + ".")] = None,
         k: Annotated[int | None, Field(description=f"Hits per page, 1-{config.max_k}.")] = None,
         mode: Annotated[str | None, Field(description="LLM methods: get_all | get_important | "
                                                       "get_one.")] = None,
@@ -205,4 +212,4 @@ async def _resource(work: Any) -> str:
         view = await work
     except A2XError as exc:
         raise ResourceError(exc.message) from exc
-    return json.dumps(view.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+    return json.dumps(visible(view).model_dump(mode="json", exclude_none=True), ensure_ascii=False)

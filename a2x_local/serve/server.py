@@ -119,7 +119,7 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning, load_on_startup=False)
+                         mcp=server.mcp, planning=server.planning, host=config.host, load_on_startup=False)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp (loading in the background: %s/healthz)",
                  settings.db_path, where, where, where, where)
@@ -137,6 +137,8 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     """Serve MCP over this process's stdin/stdout (a desktop or IDE agent starts it as a subprocess)."""
     import anyio
 
+    from a2x_local.serve.stdio import run_stdio
+
     config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
     with stdout_to_stderr():  # library chatter must never reach the protocol channel
@@ -150,11 +152,11 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
         async with anyio.create_task_group() as tasks:
 
             async def serve() -> None:
-                await server.mcp.run_stdio_async()
+                await run_stdio(server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
                 tasks.cancel_scope.cancel()
 
             tasks.start_soon(serve)
-            # The SDK points descriptor 1 at stderr while it serves (the protocol goes through a duplicate). The
+            # The transport points descriptor 1 at stderr while it serves (the protocol goes through a duplicate). The
             # engine's start-up redirects descriptor 1 too, so it may begin only once that has happened.
             await _until_stdout_claimed()
             await anyio.sleep(STDIO_HANDSHAKE_WAIT_S)

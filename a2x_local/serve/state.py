@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
@@ -36,7 +38,15 @@ from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
 from a2x_local.serve.progress import Loading
 from a2x_local.serve.rounds import SharedRounds
-from a2x_local.serve.snapshot import FileStamp, Identity, Snapshot, read_identity, read_only, read_snapshot
+from a2x_local.serve.snapshot import (
+    FileStamp,
+    Identity,
+    Snapshot,
+    read_identity,
+    read_only,
+    read_snapshot,
+    unreadable,
+)
 from a2x_local.settings import Settings
 
 log = logging.getLogger("a2x_local.serve")
@@ -90,6 +100,7 @@ class ServerState:
         self._methods: dict[str, _Built] = {}
         self._failed: dict[str, tuple[Identity, Unavailable]] = {}  # method -> identity it failed on, why
         self.problems: dict[str, str] = {}
+        self.degraded: str | None = None   # why the file under the server cannot be read now (None: it can)
 
     # --- starting ------------------------------------------------------------------------------------------------
 
@@ -240,12 +251,23 @@ class ServerState:
                 # A writer (the nightly job) holds the file: keep serving what we have, look again next request.
                 return self.snapshot
             except A2XError as exc:
-                log.warning("registry not reloaded, serving the previous snapshot: %s", exc.message)
+                # Damaged or replaced by another database: keep serving, say so once, look again when it changes.
+                self._stamp = stamp
+                self._degrade(exc.message)
                 return self.snapshot
             self._stamp = stamp
+            if self.degraded is not None:
+                log.warning("registry readable again, degraded state over: %s", self.db_path)
+                self.degraded = None
             return self.snapshot
         finally:
             self._lock.release()
+
+    def _degrade(self, why: str) -> None:
+        if why != self.degraded:
+            log.warning("registry not reloaded, serving the previous snapshot (generation %d): %s",
+                        self.snapshot.generation, why)
+        self.degraded = why
 
     @property
     def runtime_settings(self) -> Settings:
@@ -342,8 +364,11 @@ class ServerState:
                                                                      if previous is not None else ""))
             try:
                 options = self._engine_options(spec)
-                method = make_method(name, self._runtime_settings, self.db_path,
-                                     progress=self.loading.progress_factory(key), **options)
+                try:
+                    method = make_method(name, self._runtime_settings, self.db_path,
+                                         progress=self.loading.progress_factory(key), **options)
+                except duckdb.Error as exc:   # the file under the server failed while the method read it
+                    raise unreadable(self.db_path, exc) from exc
             except DatabaseBusyError as exc:  # passing: try again on a later request
                 if previous is not None:
                     return previous.method

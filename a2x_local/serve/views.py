@@ -184,8 +184,9 @@ class MethodInfo(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "loading", "failed"] = Field(description="loading: still preparing (see `loading`); the "
-                                                                   "server answers what it can meanwhile.")
+    status: Literal["ok", "loading", "degraded", "failed"] = Field(
+        description="loading: still preparing (see `loading`); the server answers what it can meanwhile. degraded: "
+                    "the file under the server cannot be read now; it serves the snapshot it holds (see `problems`).")
     services: int | None
     tree: int | None
     tree_stale: bool

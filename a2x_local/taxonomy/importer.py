@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from a2x_local.errors import InputError
+from a2x_local.errors import InputError, cut
 from a2x_local.jsonfiles import JsonLimits, read_json
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
@@ -231,7 +231,8 @@ def _from_nested(root: Any, source: str) -> Tree:
 def _node(data: dict, node_id: str, parent: str | None, depth: int, where: str, source: str) -> TreeNode:
     unknown = sorted(set(data) - _NODE_FIELDS - {"parent"})
     if unknown:
-        raise InputError(source, f"unknown field(s) {unknown}; a node has {sorted(_NODE_FIELDS)}", entry=where,
+        shown = [cut(name, 60) for name in unknown[:5]] + ([f"{len(unknown) - 5} more"] if len(unknown) > 5 else [])
+        raise InputError(source, f"unknown field(s) {shown}; a node has {sorted(_NODE_FIELDS)}", entry=where,
                          hint=TREE_HINT)
     texts = {}
     for key, limit in _TEXT_LIMITS.items():

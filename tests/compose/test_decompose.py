@@ -17,8 +17,8 @@ from a2x_local.compose.decompose import (
     request_text,
 )
 from a2x_local.costs import AnswerCost as Ledger
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
+from a2x_local.testing import ScriptedEngine
 
 
 def _answer(*steps: tuple[str, str, list[str]]) -> str:

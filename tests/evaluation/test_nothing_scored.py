@@ -6,8 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.methods import method_spec, register_method, unregister_method
+from a2x_local.testing import ScriptedEngine
 
 ELSEWHERE = [{"id": f"q{i}", "query": f"play song {i}", "correct_tools": [{"id": "music-player"}]} for i in range(3)]
 

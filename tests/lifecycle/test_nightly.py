@@ -13,10 +13,9 @@ from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.lifecycle.lock import NightlyLock
 from a2x_local.lifecycle.retention import apply_retention
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy import list_builds
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, write_world_config
-from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry
 
 
@@ -49,19 +48,19 @@ def write_queries(path: Path) -> Path:
 
 
 @pytest.fixture
-def night(home, monkeypatch):
-    """The scripted model behind every `make_engine` (``night.rule`` can be swapped between runs)."""
-    write_world_config(home)
+def night(home, use_engine):
+    """The scripted model, the configured engine (``night.rule`` can be swapped between runs)."""
+    write_world_config(home, engine="scripted")
 
     class Night:
         rule = World()
         loads = 0
 
-    def factory(settings, options):
+    def factory(config):
         Night.loads += 1
         return ScriptedEngine(Night.rule)
 
-    patch_make_engine(monkeypatch, factory)
+    use_engine("scripted", factory)
     return Night
 
 

@@ -8,7 +8,6 @@ import pytest
 
 from a2x_local.db import connect, transaction
 from a2x_local.lifecycle import run_update
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry, Service
 from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
@@ -23,8 +22,8 @@ from a2x_local.taxonomy import (
     save_import,
 )
 from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
-from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry
 
 CONFIG = world_config()
@@ -146,10 +145,10 @@ def test_a_failing_model_stores_nothing_and_the_old_tree_keeps_serving(built):
         assert con.execute("SELECT count(*) FROM builds").fetchone()[0] == 1
 
 
-def test_cli_update_diff_and_rollback(cli, built, monkeypatch):
+def test_cli_update_diff_and_rollback(cli, built, use_engine):
     change_registry(built.db_path)
-    patch_make_engine(monkeypatch, lambda settings, options: ScriptedEngine(World()))
-    result = cli("tree", "update", "--model", "scripted", "--no-activate", "--json")
+    use_engine("scripted", lambda config: ScriptedEngine(World()))
+    result = cli("tree", "update", "--engine", "scripted", "--model", "scripted", "--no-activate", "--json")
     assert result.code == 0, result.err
     data = result.json()
     assert data["base"] == 1 and data["build"] == 2 and not data["activated"]

@@ -9,13 +9,13 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
 from a2x_local.search.methods import make_method, method_spec, register_method, unregister_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree, services_for, store_registry_and_tree
 
 WANTED = {"find hotels": {"h1", "h2"}}

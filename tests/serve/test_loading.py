@@ -15,11 +15,11 @@ from mcp import Client
 from pydantic import BaseModel, ConfigDict
 
 from a2x_local.db import connect, transaction
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry, Service
 from a2x_local.search import Hit, MethodSpec, SearchAnswer, register_method
 from a2x_local.search.methods import unregister_method
 from a2x_local.serve.http_api import create_app
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import WANTED, make_server, registry_with_trees
 

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.serve.http_api import create_app
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import sample_tree, store_registry_and_tree
 from tests.serve.helpers import decomposing_oracle, make_server, registry_with_trees
 from tests.support.registries import make_registry
@@ -86,8 +86,10 @@ def test_compose_is_the_plan_tool_and_never_a_step_method(db_path):
         server.close()
     assert methods["compose"]["use"] == "plan" and methods["a2x"]["use"] == "search"
     search = tools["search_services"]
-    assert "compose_plan" in search.description and "compose (" not in search.description
-    assert "full: one very long LLM prompt" in search.description     # the cost class, from the spec
+    listed = search.input_schema["properties"]["method"]["description"]
+    assert "compose_plan" in search.description
+    assert "full: one very long LLM prompt" in listed                 # the cost class, from the spec
+    assert "compose: the services of a multi-step plan as one ranking (compose_plan gives the plan)" in listed
     plan_methods = tools["compose_plan"].input_schema["properties"]["method"]
     assert "compose" not in json.dumps(plan_methods)
     assert step.status_code == 400 and step.json()["error"] == "UnknownMethod"

@@ -116,7 +116,7 @@ def test_a_cursor_of_another_request_is_refused(client):
 
 
 def test_an_llm_answer_is_paged_from_one_search(db_path):
-    from a2x_local.llm.scripted import ScriptedEngine
+    from a2x_local.testing import ScriptedEngine
     from tests.search.a2x_helpers import Oracle, sample_tree
     from tests.serve.helpers import WANTED, registry_with_trees
 

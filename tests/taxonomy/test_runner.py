@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +15,15 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.errors import BuildRunningError, UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.store import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.testing import ScriptedEngine, WordPolicy
+from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
 from tests.taxonomy.rules import DomainRule
@@ -245,11 +244,12 @@ def test_resume_without_an_unfinished_build_says_so(tmp_path):
 _CHILD = """
 import json, sys, time
 from pathlib import Path
-from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.testing import ScriptedEngine
 from a2x_local.registry.types import Service
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy.build.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.testing import WordPolicy
+from a2x_local.testing import WordPolicy
 from tests.taxonomy.test_runner import RUNNER
 
 db, marker, services_file, stop_at = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
@@ -274,9 +274,8 @@ def test_a_build_killed_with_sigkill_releases_the_lock_and_resumes(tmp_path, too
     services_file = tmp_path / "services.json"
     services_file.write_text(json.dumps([{"id": s.id, "type": s.type, "name": s.name,
                                           "description": s.description} for s in toolret_subset]))
-    root = Path(__file__).resolve().parents[2]
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(db), str(marker), str(services_file), "6"],
-                             cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    child = subprocess.Popen(python_command(_CHILD, str(db), str(marker), str(services_file), "6"), cwd=ROOT,
+                             env=tree_env())
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():

@@ -7,10 +7,9 @@ import ast
 import dataclasses
 from pathlib import Path
 
-from a2x_local.taxonomy.build.steps import STEP_ORDER, STEPS, Step
-
 import a2x_local.taxonomy.build.builder as builder_module
 from a2x_local.taxonomy.build import state as build_state
+from a2x_local.taxonomy.build.steps import STEP_ORDER, STEPS, Step
 from tests.taxonomy.helpers import Recorder, build, small_config, synthetic
 from tests.taxonomy.rules import DomainRule
 

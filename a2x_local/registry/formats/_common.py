@@ -12,6 +12,7 @@ from a2x_local.errors import InputError
 from a2x_local.jsonfiles import JsonLimits, check_depth
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.types import SERVICE_TYPES, Service, canonical_json
+from a2x_local.text import id_problem, text_problem
 
 # What to do about a file or an entry that a format cannot read (nothing is written: an ingest is all or nothing).
 FORMAT_HINT = ("docs/registry.md (The six formats) shows what each format holds; `--format` names the format when"
@@ -37,25 +38,6 @@ class Limits(JsonLimits):
     @classmethod
     def defaults(cls) -> Limits:
         return cls.from_config(RegistryConfig.defaults())
-
-
-# C0 controls, DEL and C1 controls: they would reach an operator's terminal as escape sequences (ESC [2J clears it).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_LINE_BREAKS = {"\t", "\n", "\r"}
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def text_problem(value: str, *, multiline: bool) -> str | None:
-    """Why this text cannot be stored (a control character, a lone surrogate), else None."""
-    for match in _CONTROL.finditer(value):
-        if not (multiline and match.group() in _LINE_BREAKS):
-            return (f"contains the control character U+{ord(match.group()):04X} at position {match.start()} "
-                    "(terminal control characters are not accepted)")
-    match = _SURROGATE.search(value)
-    if match:
-        return (f"contains an unpaired surrogate U+{ord(match.group()):04X} at position {match.start()} "
-                "(not valid Unicode)")
-    return None
 
 
 class EntryReader:
@@ -113,8 +95,10 @@ class EntryReader:
         if len(id) > 500 or any(ch in id for ch in "\n\r\t"):
             self.fail("must be a single line of at most 500 characters", id_field)
         name, description = name.strip(), description.strip()
-        for field, value, multiline in ((id_field, id, False), (name_field, name, False),
-                                        (description_field, description, True)):
+        problem = id_problem(id)
+        if problem:
+            self.fail(problem, id_field)
+        for field, value, multiline in ((name_field, name, False), (description_field, description, True)):
             problem = text_problem(value, multiline=multiline)
             if problem:
                 self.fail(problem, field)

@@ -13,16 +13,24 @@ let rootId = "root";
 let current = null;        // the search on screen: {body, cursor} for "more results"
 let generation = 0;        // bumped by every new search, plan or error: late answers of older ones are dropped
 
+// Bidi controls (a right-to-left override makes "tool" + U+202E + "gnp.exe" read "toolexe.png") are shown as
+// <U+202E>; the server's answers already do, this covers text from anywhere else.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+function visible(text) {
+  return String(text).replace(BIDI, (c) => "<U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + ">");
+}
+
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (text !== undefined && text !== null) node.textContent = visible(text);
   return node;
 }
 
-// A path segment for an id: every character that could change the URL's meaning is encoded, dots included (an id
-// such as ".." must never become a step up the path).
-function segment(id) {
+// An id as ONE path segment: "/" and "." encoded too, so "../x" or ".." can never make the browser fetch another
+// URL (encodeURIComponent leaves "." alone, and a bare ".." segment is resolved away by the URL parser).
+function idPath(id) {
   return encodeURIComponent(id).replace(/\./g, "%2E");
 }
 
@@ -131,7 +139,7 @@ function serviceLink(service, className) {
   const link = el("a", className || "service-leaf", service.name);
   link.title = service.summary || "";
   link.dataset.service = service.id;
-  link.href = "#/service/" + segment(service.id);
+  link.href = "#/service/" + idPath(service.id);
   return link;
 }
 
@@ -161,7 +169,7 @@ async function toggleNode(item, body, toggle) {
   }
   if (!item.dataset.loaded) {
     try {
-      fillNode(body, await api("/v1/tree/nodes/" + segment(item.dataset.node)), item.dataset.node);
+      fillNode(body, await api("/v1/tree/nodes/" + idPath(item.dataset.node)), item.dataset.node);
       item.dataset.loaded = "1";
     } catch (error) {
       showError(body, error);
@@ -188,7 +196,7 @@ function fillNode(list, node, nodeId, append) {
     button.onclick = async () => {
       more.remove();
       try {
-        const next = await api("/v1/tree/nodes/" + segment(nodeId) + "?cursor=" + encodeURIComponent(node.next_cursor));
+        const next = await api("/v1/tree/nodes/" + idPath(nodeId) + "?cursor=" + encodeURIComponent(node.next_cursor));
         fillNode(list, next, nodeId, true);
       } catch (error) {
         showError(list, error);
@@ -227,7 +235,7 @@ function hitItem(hit) {
   const meta = hit.type + (hit.score !== undefined && hit.score !== null ? " · " + hit.score.toFixed(4) : "") +
     (hit.category ? " · " + hit.category : "");
   item.append(el("span", "hit-name", hit.name), el("span", "hit-meta", meta), el("span", "hit-summary", hit.summary));
-  item.onclick = () => { location.hash = "#/service/" + segment(hit.service_id); };
+  item.onclick = () => { location.hash = "#/service/" + idPath(hit.service_id); };
   return item;
 }
 
@@ -359,7 +367,7 @@ async function showService(id) {
   details.hidden = false;
   details.replaceChildren(el("p", "muted", "loading…"));
   try {
-    const service = await api("/v1/services/" + segment(id));
+    const service = await api("/v1/services/" + idPath(id));
     if (mine !== generation) return;
     const where = service.categories.map(placement).join("; ");
     details.replaceChildren(

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from a2x_local.llm import Engine, RegexConstraint, Request, Result
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.calls import Planned, category_block, fit_chunks, fitted_request, numbered, service_line
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.schemas import lines_budget, lines_regex, parse_lines, parse_positions, positions_item
 from a2x_local.taxonomy.build.state import DONE, REFINE, BuildState, Draft, NodeWork
+from a2x_local.taxonomy.config import BuildConfig
 
 ASSIGN, ASSIGN_ONE, ASSIGN_NEW = "assign", "assign_one", "assign_new"
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from a2x_local.llm import Constraint, Engine, Message, Request, as_data, clip
 from a2x_local.registry import Service
+from a2x_local.taxonomy.build.state import BuildState, Draft, NodeWork
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.prompts import node_context, render
-from a2x_local.taxonomy.build.state import BuildState, Draft, NodeWork
 
 
 def service_line(service: Service, description_chars: int) -> str:

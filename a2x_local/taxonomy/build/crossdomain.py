@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from a2x_local.llm import Engine, RegexConstraint, Request, Result, clip
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.calls import Planned, fit_chunks, fitted_request, numbered, service_line
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.schemas import (
     lines_budget,
     lines_regex,
@@ -23,6 +22,7 @@ from a2x_local.taxonomy.build.schemas import (
     positions_item,
 )
 from a2x_local.taxonomy.build.state import BuildState
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree, TreeNode
 
 

@@ -8,9 +8,9 @@ from typing import TypeVar
 from a2x_local.llm import Engine, JsonConstraint, Request, Result, clip
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.calls import Planned, context_for, fitted_request, numbered, service_line
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.schemas import VIOLATIONS, design_budget, design_model, validation_model
 from a2x_local.taxonomy.build.state import ASSIGN, KEYWORDS, REDESIGN, UNSPLIT, VALIDATE, BuildState, Draft, NodeWork
+from a2x_local.taxonomy.config import BuildConfig
 
 T = TypeVar("T")
 

@@ -3,8 +3,8 @@ categories are deleted with their services moved up, ids come from code, large c
 
 from __future__ import annotations
 
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.state import UNSPLIT, BuildState, NodeWork
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import TreeNode, child_id
 
 

@@ -26,9 +26,9 @@ from a2x_local.llm import (
 )
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.calls import Planned, context_for, fit_chunks, fitted_request, numbered, service_line
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.schemas import keywords_item, lines_budget, lines_regex, parse_lines
 from a2x_local.taxonomy.build.state import DESIGN, BuildState, NodeWork
+from a2x_local.taxonomy.config import BuildConfig
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 

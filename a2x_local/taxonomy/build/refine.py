@@ -20,10 +20,10 @@ from a2x_local.llm import Engine, JsonConstraint, Request, Result
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.assign import problems
 from a2x_local.taxonomy.build.calls import Planned, category_block, context_for, fitted_request, service_line, spread
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.design import distinct
 from a2x_local.taxonomy.build.schemas import design_model, typical_budget
 from a2x_local.taxonomy.build.state import ASSIGN, DONE, BuildState, Draft, NodeWork
+from a2x_local.taxonomy.config import BuildConfig
 
 
 def counts(work: NodeWork) -> list[int]:

@@ -7,8 +7,8 @@ import statistics
 from typing import Any
 
 from a2x_local.llm import Usage
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.state import BuildState
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree
 
 

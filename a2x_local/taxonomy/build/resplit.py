@@ -16,11 +16,11 @@ from typing import Any
 from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.taxonomy.build.builder import BuildAborted, Builder, RoundObserver
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.crossdomain import leaves_over_limit
 from a2x_local.taxonomy.build.keywords import require_embedding
 from a2x_local.taxonomy.build.language import with_category_language
 from a2x_local.taxonomy.build.state import BuildState
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree
 
 

@@ -19,18 +19,19 @@ from typing import Any
 from a2x_local.db import connect, transaction
 from a2x_local.errors import A2XError, UserError
 from a2x_local.llm import Engine, Usage
+from a2x_local.locks import RegistryLock
 from a2x_local.registry import Registry, RegistryConfig, Service
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.build.builder import Builder, RoundObserver
-from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.build.keywords import require_embedding
 from a2x_local.taxonomy.build.language import with_category_language
-from a2x_local.taxonomy.lock import BuildLock
-from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.build.report import build_report
 from a2x_local.taxonomy.build.spill import read_spill, remove_spill, write_spill
 from a2x_local.taxonomy.build.state import BuildState
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.lock import BuildLock
+from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.taxonomy.types import Tree
 
 # What --resume may continue (a build still marked running is marked interrupted first: see _prepare).
@@ -78,7 +79,7 @@ def run_build(settings: Settings, load_engine: Callable[[], Engine], *, model: s
     require_embedding(config)
     db_path = settings.db_path
     waits = _Waits(settings.lock_timeout_s, RegistryConfig.from_settings(settings).checkpoint_wait_s)
-    with BuildLock(db_path):
+    with BuildLock(db_path), RegistryLock(db_path, "build", wait_s=waits.start):
         run, services, config = _prepare(db_path, config, model=model, resume=resume, lock_timeout_s=waits.start)
         return _execute(db_path, config, load_engine, run, services, observer=observer, close_engine=close_engine,
                         waits=waits, activate=activate)

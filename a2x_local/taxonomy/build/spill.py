@@ -9,12 +9,12 @@ database's own checkpoint is further along.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError, UserError
 from a2x_local.jsonfiles import read_json
+from a2x_local.outfiles import write_output
 
 
 def spill_path(db_path: Path, build_id: int) -> Path:
@@ -24,15 +24,10 @@ def spill_path(db_path: Path, build_id: int) -> Path:
 def write_spill(db_path: Path, build_id: int, round_no: int, stage: str, state: dict[str, Any]) -> Path | None:
     """Keep a round's state in a file; returns its path, or None when even that cannot be written."""
     path = spill_path(db_path, build_id)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    text = json.dumps({"build_id": build_id, "round": round_no, "stage": stage, "state": state})
     try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            json.dump({"build_id": build_id, "round": round_no, "stage": stage, "state": state}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+        write_output(path, text, what="kept round")
+    except UserError:
         return None
     return path
 

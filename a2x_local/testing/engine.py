@@ -1,17 +1,25 @@
 """A deterministic engine that answers by rules: a test and benchmark tool, never a product default.
 
 It goes through the same validation, retry and accounting path as the real engines, and counts tokens with a
-real Qwen tokenizer, so algorithm tests and cost benchmarks measure what a real model would be sent.
+real Qwen tokenizer, so algorithm tests and cost benchmarks measure what a real model would be sent. Code that
+starts its engine itself (the CLI, a server) reaches it by name while `registered_engine` holds one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from a2x_local.llm.base import Engine
-from a2x_local.llm.tokens import count_chat_tokens, count_text_tokens, truncate_to_tokens
-from a2x_local.llm.types import RawOutput, Request
+from a2x_local.llm import (
+    Engine,
+    RawOutput,
+    Request,
+    count_text_tokens,
+    register_engine,
+    truncate_to_tokens,
+    unregister_engine,
+)
 
 AnswerRule = Callable[[Request], str]
 
@@ -40,7 +48,7 @@ class ScriptedEngine(Engine):
         outputs = []
         for request in requests:
             text = self.rule(request)
-            prompt_tokens = count_chat_tokens(request.messages)
+            prompt_tokens = self.count_prompt_tokens(request.messages)
             completion_tokens = count_text_tokens(text)
             if completion_tokens > request.max_tokens:
                 outputs.append(RawOutput(truncate_to_tokens(text, request.max_tokens), prompt_tokens,
@@ -48,3 +56,21 @@ class ScriptedEngine(Engine):
             else:
                 outputs.append(RawOutput(text, prompt_tokens, completion_tokens, "stop"))
         return outputs
+
+
+@contextmanager
+def registered_engine(name: str, make: Callable[[Any], Engine]) -> Iterator[list[Any]]:
+    """Within the block, `--engine NAME` (or `name = NAME` in `[engine]`) starts ``make(engine_settings)``; yields
+    the engine settings of every engine asked for, in order. The model needs no folder here: ``--model`` is a label.
+    """
+    asked: list[Any] = []
+
+    def factory(ref: Any, config: Any) -> Engine:
+        asked.append(config)
+        return make(config)
+
+    register_engine(name, factory, local_model=False)
+    try:
+        yield asked
+    finally:
+        unregister_engine(name)

@@ -24,8 +24,7 @@ from collections.abc import Callable, Mapping, Set
 import numpy as np
 
 from a2x_local.llm import Request
-from a2x_local.search.llm.descent import option_services
-from a2x_local.search.llm.positions import NONE
+from a2x_local.search import NONE, option_services
 from a2x_local.taxonomy import Tree
 
 

@@ -13,10 +13,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
 
 from a2x_local.llm import Request
 from a2x_local.registry import Service
-from a2x_local.taxonomy.build.keywords import _stemmer
 
 _STOP_TEXT = """
 a an and any are as at be by can for from get gets given has have in into is it its of on or that the this to
@@ -29,6 +30,14 @@ function functions method endpoint endpoints string integer default optional req
 """
 _STOP = frozenset(_STOP_TEXT.split())
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    """PyStemmer's English stemmer, the one the build's keyword merge (`keyword_merge = "stem"`) uses."""
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
 
 
 def content_words(text: str) -> list[str]:
