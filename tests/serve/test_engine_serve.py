@@ -80,7 +80,7 @@ def test_over_stdio_the_server_answers_before_the_model_loads_and_a_search_hears
             return tools, answer
 
     tools, answer = asyncio.run(scenario())
-    assert len(tools) == 5 and "a2x" in tools[0].description
+    assert len(tools) == 5 and "a2x" in tools[0].input_schema["properties"]["method"]["description"]
     assert not answer.is_error, answer.content[0].text
     assert {hit["service_id"] for hit in answer.structured_content["hits"]} <= set(sample_services())
     assert heard and "loading the model" in heard[0]
