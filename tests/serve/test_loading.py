@@ -239,3 +239,44 @@ def test_a_model_that_fails_to_start_is_one_error_and_the_rest_serves(db_path):
     assert not methods["a2x"]["available"] and "config.json" in methods["a2x"]["reason"]
     assert methods["compose"]["available"] and plan.status_code == 200 and plan.json()["decomposer"] == "rule"
     assert "config.json" in health["problems"]["model"] and "a2x" not in health["methods"]
+
+
+def test_serve_on_an_unindexed_registry_listens_at_once_and_says_indexing(db_path, tmp_path):
+    """Issue 21, finding 6, in a real `a2x-local serve` process: on a registry never indexed, the port answers while
+    the preloaded method's index is built (/healthz says "indexing", the tree is browsable), then the method serves."""
+    import subprocess
+    import time
+
+    import httpx
+
+    from tests.serve.helpers import ROOT, cli_command, server_env
+    from tests.support.servers import free_port, serving
+
+    registry_with_trees(db_path)
+    home = tmp_path / "home"
+    env = server_env(home)
+    config = Path(env["A2X_CONFIG"])
+    config.write_text(config.read_text(encoding="utf-8").replace("preload = []", 'preload = ["hybrid"]'),
+                      encoding="utf-8")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = home / "server.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port)), env=env,
+                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    indexing, browsed, deadline = [], [], time.monotonic() + 300
+    with serving(process, f"{url}/healthz", log_path, startup_s=120, poll_s=0.05):
+        while time.monotonic() < deadline:
+            health = httpx.get(f"{url}/healthz", timeout=10).json()
+            if health["status"] != "loading":
+                break
+            building = health["loading"].get("method:hybrid")
+            if building is not None:
+                indexing.append(building["what"])
+                browsed.append(httpx.get(f"{url}/v1/tree/nodes/root", timeout=10).status_code)
+            time.sleep(0.05)
+        searched = httpx.post(f"{url}/v1/search", json={"query": "find hotels", "method": "hybrid"}, timeout=60)
+    assert health["status"] == "ok", health
+    assert indexing and indexing[0].startswith("indexing for the hybrid method"), log_path.read_text()[-2000:]
+    assert set(browsed) == {200}
+    assert searched.status_code == 200 and searched.json()["hits"]
