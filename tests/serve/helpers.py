@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from a2x_local.db import connect
 from a2x_local.llm import Engine, Request
@@ -77,6 +78,14 @@ def server_env(home: Path) -> dict[str, str]:
     env.pop("A2X_DB", None)
     env.pop("A2X_SERVE_TOKEN", None)
     return env
+
+
+def stdio_server(db_path: Path, home: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
+    """`a2x-local serve --stdio` as the MCP SDK's client starts it (a desktop agent's way): its parameters."""
+    from mcp import StdioServerParameters
+
+    command, *args = cli_command("serve", "--stdio", "--db", str(db_path), *extra)
+    return StdioServerParameters(command=command, args=args, env=env or server_env(home), cwd=str(ROOT))
 
 
 @contextmanager

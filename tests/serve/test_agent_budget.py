@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from a2x_local.db import connect
 from a2x_local.registry import Registry, ingest
 from tests.search.a2x_helpers import make_tree
-from tests.serve.helpers import ROOT, cli_command, server_env, store_tree
+from tests.serve.helpers import ROOT, stdio_server, store_tree
 
 TOOLS_LIST_MAX_CHARS = 6000
 SEARCH_TEXT_MAX_CHARS = 2000
@@ -33,8 +33,7 @@ def sample_registry(db_path: Path) -> None:
 
 def test_the_tool_list_a_search_and_a_browse_fit_an_agents_budget(db_path, tmp_path):
     sample_registry(db_path)
-    command, *args = cli_command("serve", "--stdio", "--db", str(db_path))
-    params = StdioServerParameters(command=command, args=args, env=server_env(tmp_path / "home"), cwd=str(ROOT))
+    params = stdio_server(db_path, tmp_path / "home")
 
     async def scenario():
         async with Client(params, read_timeout_seconds=120) as client:

@@ -153,20 +153,21 @@ def gated(free_builds: int):
     return gate, reached
 
 
-@pytest.fixture
-def gated_method():
-    gate, reached = gated(free_builds=1)
+def _gated_while_testing(free_builds: int):
+    gate, reached = gated(free_builds)
     yield gate, reached
     gate.set()
     unregister_method("listall")
+
+
+@pytest.fixture
+def gated_method():
+    yield from _gated_while_testing(free_builds=1)
 
 
 @pytest.fixture
 def gated_first_build():
-    gate, reached = gated(free_builds=0)
-    yield gate, reached
-    gate.set()
-    unregister_method("listall")
+    yield from _gated_while_testing(free_builds=0)
 
 
 def test_an_unindexed_registry_answers_what_it_can_and_says_indexing(db_path, gated_first_build):

@@ -10,19 +10,17 @@ import json
 import httpx
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import (
-    ROOT,
     WANTED,
-    cli_command,
     make_server,
     registry_with_trees,
     running_server,
-    server_env,
+    stdio_server,
 )
 
 TOOLS = {"browse_category", "compose_plan", "get_service", "list_services", "search_services"}
@@ -105,8 +103,7 @@ def test_in_process_tools_resources_and_the_a2x_method(db_path):
 
 def test_over_stdio_from_a_subprocess(db_path, tmp_path):
     registry_with_trees(db_path)
-    command, *args = cli_command("serve", "--stdio", "--db", str(db_path))
-    params = StdioServerParameters(command=command, args=args, env=server_env(tmp_path / "home"), cwd=str(ROOT))
+    params = stdio_server(db_path, tmp_path / "home")
 
     async def scenario():
         async with Client(params, read_timeout_seconds=120) as client:
