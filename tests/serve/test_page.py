@@ -153,6 +153,7 @@ def test_tree_search_details_and_cleared_state_in_a_real_browser(db_path, tmp_pa
 
 def test_plans_and_deep_links_in_a_real_browser(db_path, tmp_path, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     page_registry(db_path)
     with running_server(db_path, tmp_path / "home") as url:
@@ -170,6 +171,7 @@ def test_plans_and_deep_links_in_a_real_browser(db_path, tmp_path, browser):
         request = "find a hotel room in Lyon, then send an email to my team"
         browser.find_element(By.ID, "query").clear()
         browser.find_element(By.ID, "query").send_keys(request)
+        Select(browser.find_element(By.ID, "method")).select_by_value("hybrid")   # k stays 3, from the link
         browser.find_element(By.ID, "plan-button").click()
         plan = wait_for(browser, "#plan li.step")
         assert plan is not None and "#/plan?q=" in browser.current_url
@@ -179,6 +181,10 @@ def test_plans_and_deep_links_in_a_real_browser(db_path, tmp_path, browser):
         assert chosen == ["hotels", "email"]
         assert all(step.find_elements(By.CSS_SELECTOR, ".alternatives a") for step in steps)
         assert "Plan: " + request in browser.find_element(By.ID, "plan").text
+        # The steps are searched with the method and k on the controls (hybrid, and 3 from the search link above).
+        assert "searched with hybrid" in browser.find_element(By.ID, "plan").text
+        assert "method=hybrid" in browser.current_url and "k=3" in browser.current_url
+        assert all(len(step.find_elements(By.CSS_SELECTOR, ".alternatives a")) <= 2 for step in steps)
         screenshot(browser, tmp_path, "serve-page-plan.png")
         # A plan's service opens its details.
         steps[0].find_element(By.CSS_SELECTOR, ".choice a").click()

@@ -338,12 +338,18 @@ function showPlan(plan) {
   view.hidden = false;
 }
 
-async function runPlan(request) {
+// A plan searches its steps with the chosen method and k (candidates per step), as a search would.
+function planBody() {
+  const { query, method, k } = searchBody();
+  return { request: query, method, k };
+}
+
+async function runPlan(body) {
   const mine = clearWork();
-  $("query").value = request;
+  $("query").value = body.request;
   $("message").textContent = "planning…";
   try {
-    const plan = await streamed("/v1/compose", { request }, (message) => {
+    const plan = await streamed("/v1/compose", body, (message) => {
       if (mine === generation) $("message").textContent = message;
     });
     if (mine !== generation) return;
@@ -395,14 +401,16 @@ function route() {
   const [path, query] = hash.split("?");
   const params = new URLSearchParams(query || "");
   const text = (params.get("q") || "").trim();
-  if (path === "/search" && text) {
+  if ((path === "/search" || path === "/plan") && text) {
     $("query").value = text;
     if (params.get("method")) $("method").value = params.get("method");
-    $("type").value = params.get("type") || "";
     if (params.get("k")) $("k").value = params.get("k");
+    if (path === "/plan") {
+      runPlan(planBody());
+      return;
+    }
+    $("type").value = params.get("type") || "";
     runSearch(searchBody());
-  } else if (path === "/plan" && text) {
-    runPlan(text);
   } else if (path === "/" || path === "") {
     clearWork();
   }
@@ -412,11 +420,9 @@ function linkTo(kind) {
   const body = searchBody();
   if (!body.query) return;
   const params = new URLSearchParams({ q: body.query });
-  if (kind === "search") {
-    if (body.method) params.set("method", body.method);
-    if (body.type) params.set("type", body.type);
-    params.set("k", body.k);
-  }
+  if (body.method) params.set("method", body.method);
+  if (kind === "search" && body.type) params.set("type", body.type);
+  params.set("k", body.k);
   const hash = "#/" + kind + "?" + params.toString();
   if (location.hash === hash) route();        // the same link again: run it again
   else location.hash = hash;
