@@ -45,7 +45,7 @@ def search_text(result: SearchResult) -> str:
         lines.append(line)
         lines.append(f"   {one_line(hit.summary, TEXT_SUMMARY_CHARS)}")
     if result.cost:
-        lines.append("Cost: " + ", ".join(f"{key} {value}" for key, value in result.cost.items()))
+        lines.append("Cost: " + ", ".join(f"{key} {value}" for key, value in result.cost.model_dump().items()))
     if not result.hits:
         lines.append("Nothing found: describe the need in other words, try another method, or browse_category.")
     return "\n".join(lines)

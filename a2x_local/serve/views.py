@@ -76,9 +76,16 @@ class HitView(BaseModel):
     category: str | None = Field(None, description="The category names of `path` below the root ('' for the root).")
 
 
+class SearchResultCost(BaseModel, SearchCost):
+    """What one search cost, as the server reports it with detail "full": the one cost type's fields (`SearchCost`:
+    calls, tokens, rounds, candidates shown, capped answers) under their JSON keys, and the seconds it took."""
+
+    seconds: float = 0.0
+
+
 class SearchResult(BaseModel):
     """A search answer as the server gives it: the hits with what an agent needs to choose among them, and the
-    cursor of the next page; ``cost`` (the `SearchCost` fields and seconds) and ``trace`` with detail "full"."""
+    cursor of the next page; ``cost`` (`SearchResultCost`) and ``trace`` with detail "full"."""
 
     method: str
     mode: str | None = None
@@ -87,8 +94,8 @@ class SearchResult(BaseModel):
     ranked: bool
     hits: list[HitView]
     next_cursor: str | None = None
-    cost: dict[str, Any] | None = Field(None, description='With detail "full": calls, tokens, rounds, candidates '
-                                                          "shown, capped answers, seconds.")
+    cost: SearchResultCost | None = Field(None, description='With detail "full": calls, tokens, rounds, '
+                                                            "candidates shown, capped answers, seconds.")
     trace: dict[str, Any] | None = Field(None, description='With detail "full", LLM methods: the walk down the tree.')
     error: str | None = None
 
@@ -243,7 +250,7 @@ def search_result(method: str, mode: str | None, answer: SearchAnswer, hits: lis
     trace = answer.trace or {}
     cost = None
     if detail == "full":
-        cost = {**answer.cost_values(SearchCost), "seconds": round(answer.seconds, 6)}
+        cost = SearchResultCost(**answer.cost_values(SearchCost), seconds=round(answer.seconds, 6))
     return SearchResult(method=method, mode=trace.get("mode", mode), tree=trace.get("tree"), query=answer.query,
                         ranked=answer.ranked, hits=hits, next_cursor=next_cursor, cost=cost,
                         trace=answer.trace if detail == "full" else None, error=answer.error)
