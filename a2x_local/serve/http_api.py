@@ -101,6 +101,7 @@ class Timing:
     def __init__(self, app: Any, discovery: Discovery) -> None:
         self.app = app
         self.metrics = discovery.metrics
+        self.answered = discovery.state.answered
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -121,6 +122,7 @@ class Timing:
             route = scope.get("route")
             label = getattr(route, "path", None) or "unmatched"
             self.metrics.observe_request(label, status, time.perf_counter() - started)
+            self.answered.set()
 
 
 def create_app(discovery: Discovery, *, token: str | None = None, loopback_only: bool = True,

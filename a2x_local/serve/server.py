@@ -33,6 +33,9 @@ from a2x_local.settings import Settings
 log = logging.getLogger("a2x_local.serve")
 STDIO_CLAIM_WAIT_S = 2.0
 STDIO_HANDSHAKE_WAIT_S = 5.0
+# Over HTTP the loading starts once the first request is answered (a client polling /healthz), at the latest this
+# long after the port listens: the model's imports hold the interpreter for seconds and would delay that answer.
+HTTP_FIRST_ANSWER_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,8 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
                  settings.db_path, where, where, where, where)
         listener = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
                                                  access_log=False, timeout_graceful_shutdown=10))
-        # The background loading starts once the port listens: its imports and index builds would otherwise slow
-        # the server's own start.
+        # The background loading starts once the port listens and its first request is answered (or a moment
+        # after): its imports and index builds would otherwise slow the server's own start and first answer.
         threading.Thread(target=_load_when_listening, args=(listener, server), name="a2x-start", daemon=True).start()
         listener.run()
     finally:
@@ -186,7 +189,9 @@ def _load_when_listening(listener: Any, server: Server) -> None:
     while not listener.started and not listener.should_exit:
         time.sleep(0.01)
     if listener.started:
-        server.start_loading()
+        server.state.answered.wait(HTTP_FIRST_ANSWER_WAIT_S)
+        if not listener.should_exit:
+            server.start_loading()
 
 
 async def _until_stdout_claimed() -> None:

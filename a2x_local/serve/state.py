@@ -82,6 +82,7 @@ class ServerState:
         self.engine_error: A2XError | None = None
         self.load_error: A2XError | None = None
         self.loading = Loading()
+        self.answered = threading.Event()   # set once the server has answered its first HTTP request
         self._engine_source = engine_source
         self._wrap_engine = wrap_engine
         self._engine_ready = threading.Event()
