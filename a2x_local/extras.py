@@ -28,6 +28,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "vllm": ("vllm", "vllm"),
     "openai": ("openai", "openai"),
     "fastapi": ("fastapi", "serve"),
+    "fastapi_offline": ("fastapi-offline", "serve"),
     "uvicorn": ("uvicorn", "serve"),
     "mcp": ("mcp", "serve"),
     "prometheus_client": ("prometheus-client", "serve"),

@@ -73,6 +73,15 @@ def make_registry(folder: Path, limit: int, data: Path = DATA) -> tuple[Path, di
     return db, {**outcome.tree.stats().to_dict(), "build_seconds": round(time.perf_counter() - started, 1)}
 
 
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM (the server drains its requests), then SIGKILL after a minute."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -92,7 +101,8 @@ def start_server(db: Path, model: Path, home: Path, port: int, log: Path, serve_
 
 
 def wait_ready(process: subprocess.Popen, url: str, log: Path, timeout_s: float = 900) -> dict:
-    """The server's /healthz answer, once it gives one.
+    """The server's /readyz answer, once it is ready (the registry read, the model started, the preloaded methods
+    built: /healthz answers at once, while all that still loads in the background).
 
     The tests' `tests.support.servers.serving` does the same wait, but scripts do not import the test tree: its
     helpers fail through pytest, and a benchmark must run (and end with one plain message) without it."""
@@ -101,7 +111,7 @@ def wait_ready(process: subprocess.Popen, url: str, log: Path, timeout_s: float 
         if process.poll() is not None:
             raise SystemExit(f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            response = httpx.get(f"{url}/healthz", timeout=5)
+            response = httpx.get(f"{url}/readyz", timeout=5)
             if response.status_code == 200:
                 return response.json()
         except httpx.TransportError:
@@ -224,11 +234,7 @@ def main() -> None:
                                  if server_cpu else None})
                     print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process)
             if args.keep:
                 args.keep.write_text(log.read_text())
 

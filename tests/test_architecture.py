@@ -128,6 +128,7 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "registry": [
         "FORMATS",
+        "SERVICE_TYPES",
         "ConflictError",
         "IngestReport",
         "Limits",

@@ -13,7 +13,7 @@ from a2x_local.costs import AnswerCost, Cost
 from a2x_local.llm.accounting import CallStats, Usage
 from a2x_local.search import SearchAnswer, SearchCost
 from a2x_local.search.llm.rounds import RoundRunner
-from a2x_local.serve.views import SearchResult
+from a2x_local.serve.views import SearchResult, SearchResultCost
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = {"prompt_tokens", "completion_tokens"}
@@ -21,7 +21,8 @@ TOKENS = {"prompt_tokens", "completion_tokens"}
 # tokens of that one call, from which the costs are counted.
 ONE_CALL = {("a2x_local/llm/types.py", "RawOutput"), ("a2x_local/llm/types.py", "Result"),
             ("a2x_local/llm/cache.py", "CachedAnswer")}
-RESULTS = {SearchAnswer: AnswerCost, SearchResult: AnswerCost, Plan: AnswerCost, CallStats: Cost}
+# The server's search answer carries its cost (with detail "full") as a `SearchResultCost`.
+RESULTS = {SearchAnswer: AnswerCost, SearchResultCost: AnswerCost, Plan: AnswerCost, CallStats: Cost}
 
 
 def test_token_fields_are_declared_once():
@@ -46,11 +47,12 @@ def test_every_result_type_derives_from_the_cost_type():
 def test_the_cost_fields_keep_their_json_keys():
     keys = {"calls", "prompt_tokens", "completion_tokens", "rounds"}
     assert {item.name for item in dataclasses.fields(AnswerCost)} == keys
-    for model in (SearchResult, Plan):
+    for model in (SearchResultCost, Plan):
         properties = model.model_json_schema()["properties"]
         assert keys <= set(properties), model.__name__
         assert all(properties[key]["type"] == "integer" for key in keys)
-    assert {"candidates_shown", "capped"} <= set(SearchResult.model_json_schema()["properties"])
+    assert {"candidates_shown", "capped"} <= set(SearchResultCost.model_json_schema()["properties"])
+    assert "SearchResultCost" in str(SearchResult.model_json_schema()["properties"]["cost"])
     usage = Usage()
     usage.record("select", calls=2, prompt_tokens=30, completion_tokens=4, retries=1)
     counted = usage.to_dict()
@@ -66,5 +68,6 @@ def test_costs_add_up_in_sequence_and_side_by_side():
     assert plan.cost_values() == {"calls": 4, "prompt_tokens": 22, "completion_tokens": 2, "rounds": 4}
     assert plan.model_dump()["prompt_tokens"] == 22 and plan.total_tokens == 24
     answer = SearchAnswer("q", [], ranked=False, seconds=1.5, **plan.cost_values())
-    result = SearchResult(method="compose", query="q", hits=[], ranked=False, **answer.cost_values(SearchCost))
-    assert result.model_dump()["calls"] == 4 and result.model_dump()["candidates_shown"] == 0
+    result = SearchResult(method="compose", query="q", hits=[], ranked=False,
+                          cost=SearchResultCost(**answer.cost_values(SearchCost), seconds=answer.seconds))
+    assert result.model_dump()["cost"]["calls"] == 4 and result.model_dump()["cost"]["candidates_shown"] == 0

@@ -119,7 +119,8 @@ def test_the_server_offers_what_it_can_run(served_registry) -> None:
         with TestClient(create_app(server.discovery, planning=server.planning), base_url=LOOPBACK) as client:
             infos = {info["name"]: info for info in client.get("/v1/methods").json()}
             unknown = client.post("/v1/search", json={"query": "x", "method": "nope"}).json()
-            composed = client.post("/v1/search", json={"query": TWO_NEEDS, "method": "compose", "k": 3})
+            composed = client.post("/v1/search", json={"query": TWO_NEEDS, "method": "compose", "k": 3,
+                                                        "detail": "full"})   # the cost fields: only when asked
             step = client.post("/v1/compose", json={"request": TWO_NEEDS, "method": "nope"}).json()
         offered = server.state.offered()
     finally:
@@ -133,7 +134,8 @@ def test_the_server_offers_what_it_can_run(served_registry) -> None:
     assert offered == [name for name, info in sorted(infos.items()) if info["available"]]
     assert unknown["error"] == "UnknownMethod" and unknown["hint"] == f"choose one of: {', '.join(offered)}"
     assert composed.status_code == 200, composed.text                 # compose runs without a model here
-    assert composed.json()["method"] == "compose" and composed.json()["hits"] and composed.json()["calls"] == 0
+    answer = composed.json()
+    assert answer["method"] == "compose" and answer["hits"] and answer["cost"]["calls"] == 0
     assert step["error"] == "UnknownMethod" and "compose" not in step["hint"] and "a2x" not in step["hint"]
     assert step["hint"] == f"choose one of: {', '.join(n for n in offered if n != 'compose')}"
 

@@ -41,7 +41,7 @@ def serve_command(
 
     Example: a2x-local serve --port 8765 --model qwen2.5-7b   (then open http://127.0.0.1:8765/)
     """
-    check("fastapi", "uvicorn", "mcp", "prometheus_client", feature="a2x-local serve")
+    check("fastapi", "fastapi_offline", "uvicorn", "mcp", "prometheus_client", feature="a2x-local serve")
     settings = settings_for(ctx, db)
     options = ServeOptions(host=host, port=port, token=token or None, insecure=insecure, engine=engine_options)
     if stdio:

@@ -7,10 +7,11 @@ from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
 from a2x_local.registry.language import ScriptProfile, resolve_language, script_profile
 from a2x_local.registry.store import Registry
 from a2x_local.registry.sync import SyncRefusedError, SyncReport, sync
-from a2x_local.registry.types import Service
+from a2x_local.registry.types import SERVICE_TYPES, Service
 
 __all__ = [
     "FORMATS",
+    "SERVICE_TYPES",
     "ConflictError",
     "IngestReport",
     "Limits",

@@ -47,6 +47,8 @@ class MethodSpec:
     cost: CostClass = field(kw_only=True)
     cost_note: str = field(default="", kw_only=True)
     modes: tuple[str, ...] = field(default=(), kw_only=True)   # accepted SearchRequest.mode values (empty: none)
+    # Whether it searches the registry's active tree (and so cannot run on a registry without one).
+    tree: bool = field(default=False, kw_only=True)
     # For engine "optional": the options under which the method runs without a model and never starts one (a
     # server without --model builds it with these).
     engine_free: Mapping[str, Any] = field(default_factory=dict, kw_only=True)

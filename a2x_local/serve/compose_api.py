@@ -4,7 +4,8 @@
 A composer is opened per registry snapshot and step method, on a worker thread, and kept while the snapshot
 lasts, so a plan is made against the same registry and tree as the searches answered beside it. It uses the
 server's one engine (behind the shared rounds, so its decomposition and step searches share engine rounds with
-concurrent searches) and never starts another: without a model the rule decomposer splits requests.
+concurrent searches) and never starts another: without a model the rule decomposer splits requests. A plan waits
+for what is still loading, as a search does, and its client hears progress meanwhile.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from a2x_local.compose import Plan, open_composer
+from a2x_local.compose import COMPOSE_SPEC, Plan, open_composer
 from a2x_local.serve.discovery import Discovery, counted
 from a2x_local.serve.errors import BadRequest, ModelCallFailed, TimedOut
+from a2x_local.serve.progress import Activity, Report, with_progress
 from a2x_local.serve.snapshot import Snapshot
+from a2x_local.serve.views import Detail
 
 
 class ComposeQuery(BaseModel):
@@ -48,8 +51,9 @@ class Planning:
         self.discovery.check_limits(query.request, query.k, what="request",
                                     example="'book a flight, then a hotel near the airport'")
         if query.method is not None:
-            if query.method == "compose":
-                raise BadRequest("compose cannot search its own steps with compose", code="UnknownMethod",
+            if query.method == COMPOSE_SPEC.name:
+                raise BadRequest("compose makes the plan; it is not a method to search its steps with",
+                                 code="UnknownMethod",
                                  hint=f"pick a step method: {', '.join(self.state.offered(steps=True))}")
             self.state.check_method(query.method, steps=True)
 
@@ -75,10 +79,17 @@ class Planning:
         with self.state.participant():
             return composer.plan([query.request.strip()], k=query.k, sad=query.sad, mode=query.mode)[0]
 
-    async def plan(self, query: ComposeQuery) -> Plan:
+    async def plan(self, query: ComposeQuery, report: Report | None = None) -> Plan:
         """One plan, made on a worker thread within the server's time-out."""
+        activity = Activity()
+        return await with_progress(self._planned(query, activity), report, activity)
+
+    async def _planned(self, query: ComposeQuery, activity: Activity) -> Plan:
         self.check(query)
-        snapshot = await self.discovery.snapshot()
+        snapshot = await self.discovery.snapshot(activity)
+        if self.state.engine_expected:
+            await self.discovery.wait_for(self.state.engine_ready, activity, "loading the model", "model")
+        activity.set("planning: decomposing the request and searching its steps")
         loop = asyncio.get_running_loop()
         with counted(self.discovery.metrics, "compose", failure="the plan failed", code="ComposeFailed"):
             try:
@@ -98,3 +109,23 @@ class Planning:
             for composer in self._composers.values():
                 composer.close()
             self._composers.clear()
+
+
+def brief_plan(plan: Plan, detail: Detail) -> dict[str, Any]:
+    """A plan as an agent needs it: each step with its task, its service and the alternatives (id, name, score,
+    and whatever confidence fields the plan carries); with detail "full" everything (cost, the candidates' scoring
+    signals, the SAD report)."""
+    full = plan.model_dump(mode="json", exclude_none=True)
+    if detail == "full":
+        return full
+    scoring = {"rank", "retrieval_score", "similarity", "compatibility", "signals"}
+    steps = []
+    for step in full["steps"]:
+        brief = {key: value for key, value in step.items() if key not in ("query", "choice", "alternatives")}
+        if step.get("choice"):
+            brief["choice"] = {key: value for key, value in step["choice"].items() if key not in scoring}
+        brief["alternatives"] = [{key: value for key, value in candidate.items() if key not in scoring}
+                                 for candidate in step.get("alternatives", [])]
+        steps.append(brief)
+    kept = ("request", "decomposer", "method", "groups", "services", "notes", "error")
+    return {key: full[key] for key in kept if key in full} | {"steps": steps}

@@ -28,7 +28,11 @@ class ServeConfig(SectionConfig):
     max_query_chars: int = Field(ge=1)
     max_k: int = Field(ge=1)
     max_requests_per_call: int = Field(ge=1)
-    max_node_services: int = Field(ge=1)
+    default_k: int = Field(ge=1)
+    page_size: int = Field(ge=1)
+    max_page: int = Field(ge=1)
     summary_chars: int = Field(ge=20)
     preload: list[str]
     reload_lock_wait_s: float = Field(ge=0)
+    loading_wait_s: float = Field(ge=0)
+    rebuild_wait_s: float = Field(ge=0)

@@ -22,8 +22,9 @@ from typing import Any
 from a2x_local.errors import UserError
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-OPEN_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
-OPEN_PREFIXES = ("/static/",)
+# Open without a token: the page, health, and the API's description (none of them carries registry data).
+OPEN_PATHS = frozenset({"/", "/healthz", "/readyz", "/favicon.ico", "/docs", "/openapi.json"})
+OPEN_PREFIXES = ("/static/", "/static-offline-docs/")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 Scope = dict[str, Any]
@@ -86,12 +87,19 @@ class Guard:
                           "(localhost / 127.0.0.1)", "use http://127.0.0.1:PORT/")
             return
         path = scope.get("path", "")
+        mcp = path == "/mcp" or path.startswith("/mcp/")
         if self.token is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             scheme, _, given = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
-                await _refuse(send, 401, "Unauthorized", "a bearer token is required",
-                              "send the header 'Authorization: Bearer TOKEN' with the server's token",
-                              extra=[(b"www-authenticate", b"Bearer")])
+                sent = scheme.lower() == "bearer" and given.strip()
+                await _refuse(send, 401, "Unauthorized",
+                              "the bearer token sent is not this server's" if sent else
+                              "this server needs a bearer token, and the request sent none",
+                              "send the header 'Authorization: Bearer TOKEN' with the token the server was started "
+                              "with (--token or $A2X_SERVE_TOKEN); docs/serve.md shows it for MCP clients and the "
+                              "Python SDK", extra=[(b"www-authenticate",
+                                                    b'Bearer realm="a2x-local", error="invalid_token"' if sent
+                                                    else b'Bearer realm="a2x-local"')], jsonrpc=mcp)
                 return
         if scope.get("method") in _BODY_METHODS:
             declared = headers.get("content-length")
@@ -141,9 +149,18 @@ async def _too_large(send: Any, limit: int) -> None:
                   "send less (one search is a few hundred bytes)")
 
 
+# JSON-RPC's range for server errors; an MCP client shows a JSON-RPC error body as it is (the official SDK, for one,
+# would otherwise report only "Server returned an error response").
+MCP_REFUSED = -32001
+
+
 async def _refuse(send: Any, status: int, code: str, message: str, hint: str,
-                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": code, "message": message, "hint": hint}).encode()
+                  extra: list[tuple[bytes, bytes]] | None = None, *, jsonrpc: bool = False) -> None:
+    error = {"error": code, "message": message, "hint": hint}
+    if jsonrpc:   # for /mcp: a JSON-RPC error whose message names the code and the hint, the usual body as data
+        error = {"jsonrpc": "2.0", "id": None, "error": {"code": MCP_REFUSED, "message": f"{code}: {message} "
+                                                         f"(hint: {hint})", "data": error}}
+    body = json.dumps(error).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -1,128 +1,205 @@
 """The MCP face of the server (official SDK, 2.x): tools for agents, and the tree as resources.
 
 The same `MCPServer` runs over stdio (`a2x-local serve --stdio`, for desktop and IDE agents) and over streamable
-HTTP at /mcp next to the HTTP API. Tool descriptions are written for a model to read: what the tool is for, when
-to call which, and what comes back.
+HTTP at /mcp next to the HTTP API. The tool list is what every agent pays for before its first question, so the
+descriptions are short and say when to call which; the tools publish no output schema (their structured content
+is the HTTP API's JSON, documented in docs/serve.md). Answers are compact text for the model (`compact.py`) plus
+that structured content; a call that takes more than a second sends progress notifications when the client gave
+a progress token.
 """
 
 # No `from __future__ import annotations`: the SDK reads the tools' parameter annotations at run time, and they
 # use this server's limits from the enclosing function.
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from a2x_local import __version__
-from a2x_local.compose import Plan
+from a2x_local.compose import COMPOSE_SPEC
 from a2x_local.errors import A2XError
-from a2x_local.serve.compose_api import ComposeQuery, Planning
+from a2x_local.registry import SERVICE_TYPES
+from a2x_local.search import method_spec
+from a2x_local.serve import compact
+from a2x_local.serve.compose_api import ComposeQuery, Planning, brief_plan
 from a2x_local.serve.discovery import Discovery
-from a2x_local.serve.views import NodeView, SearchQuery, SearchResult, ServiceView
+from a2x_local.serve.views import Detail, Filters, SearchQuery
 from a2x_local.serve.visible import visible
 
 INSTRUCTIONS = """\
-This server finds the services (MCP tools and servers, A2A agents, skills, APIs) registered in an offline \
-catalogue. Start with search_services and a description of what you need; call get_service on a hit for its \
-full description and how to call it (an MCP tool's input schema, an A2A agent's endpoints). To look around \
-instead, call browse_category from "root" and follow the children's ids."""
-
-SEARCH_DESCRIPTION = """\
-Find the services that can do a task. Describe the need in plain words (e.g. "convert 100 USD to EUR", \
-"send a message to a Slack channel"), not a service name. Returns hits with each service's id, name, type and a \
-one-line summary; call get_service with an id for everything about it.
-
-method: "hybrid" (default on most servers; fast ranked retrieval) or an LLM method if the server runs a model: \
-"a2x" walks the category tree with the model and returns the services it judges relevant (unranked), \
-"a2x+rescue" adds retrieval hits to that. k limits ranked methods. mode (LLM methods): "get_all" \
-(everything that could help), "get_important" (what the task needs), "get_one" (the single best service)."""
-
-BROWSE_DESCRIPTION = """\
-Look inside one category of the catalogue's tree: its description, its sub-categories (id, name, summary, how \
-many services are under each) and the services filed directly in it. Start with node_id "root" and pass a child's \
-id to go deeper. Useful to see what exists in an area, or when a search found nothing."""
-
-GET_SERVICE_DESCRIPTION = """\
-Everything stored about one service, by the id a search or browse returned: name, type, full description, its \
-metadata (an MCP tool's input schema, an A2A agent card with its endpoints and skills, a skill's file), where it \
-came from, and the tree categories it is filed under."""
-
-COMPOSE_DESCRIPTION = """\
-Plan a task that needs several services, e.g. "change my flight to Friday, then email the new itinerary to my \
-team". The request is split into steps (each needing one service), every step is searched, and one service is \
-chosen per step, with its alternatives, the dependencies between steps and the groups that can run in parallel. \
-Use search_services instead for a single need. method: the search method of the steps (default: the server's \
-compose setting); k: candidates per step."""
+Finds services (MCP tools and servers, A2A agents, skills, APIs) in an offline catalogue. Call search_services \
+with the need in plain words, then get_service on a hit's id for how to call it. compose_plan plans a task that \
+needs several services; browse_category and list_services look around."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+TYPES = " | ".join(SERVICE_TYPES)
+CURSOR = "next_cursor of the previous answer, for the next page."
 
 
-async def _answer(work: Any) -> Any:
-    """The operation's answer; a user-facing error becomes a tool error the model can read and act on."""
+def methods_line(names: list[str], default: str, plan: str | None = None) -> str:
+    """The search methods this server runs, grouped by what a query costs (from their specs); ``plan``, the
+    planning method, last with what it answers (its plan itself comes from compose_plan)."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        if name != plan:
+            groups.setdefault(method_spec(name).cost, []).append(name + (" (default)" if name == default else ""))
+    words = {"retrieval": "retrieval, ranked, milliseconds", "llm": "a few LLM prompts per query, seconds",
+             "llm-heavy": "one very long LLM prompt per query (the whole catalogue): slow and costly"}
+    line = "; ".join(f"{', '.join(members)}: {words[cost]}" for cost, members in groups.items())
+    if plan in names:
+        line += f"; {plan}: the services of a multi-step plan as one ranking (compose_plan gives the plan)"
+    return line
+
+
+def _answer(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _dumped(view: Any) -> dict[str, Any]:
+    return view.model_dump(mode="json", exclude_none=True)
+
+
+class _Refused(Exception):
+    """An operation's user-facing error, already worded as the tool's error answer."""
+
+    def __init__(self, result: CallToolResult) -> None:
+        super().__init__(result.content[0].text)
+        self.result = result
+
+
+async def _run(work: Any) -> Any:
+    """The operation's answer; a user-facing error becomes an error answer the model can read and act on."""
     try:
         return visible(await work)    # bidi controls in names shown as <U+202E> (visible.py)
     except A2XError as exc:
         # The code leads, as the HTTP API's "error" field does, so an agent can tell errors apart without parsing.
-        raise ToolError(f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
+        text = f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
+        raise _Refused(CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)) from exc
+
+
+def _tool(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool body whose refusals are returned as error answers in the server's own words (the SDK would prefix
+    raised errors with "Error executing tool ...")."""
+
+    @functools.wraps(function)
+    async def answered(*args: Any, **kwargs: Any) -> CallToolResult:
+        try:
+            return await function(*args, **kwargs)
+        except _Refused as refused:
+            return refused.result
+
+    return answered
+
+
+def _progress(ctx: Context) -> Callable[..., Any]:
+    return ctx.report_progress
 
 
 def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them)."""
     config = discovery.config
-    names = discovery.state.offered()
-    step_names = discovery.state.offered(steps=True)
+    state = discovery.state
+    search_names = state.offered()
+    step_names = state.offered(steps=True)
     # WARNING: the SDK configures the root logger at this level, and INFO would log every HTTP request made.
     server = MCPServer("a2x-local", title="a2x-local service discovery", instructions=INSTRUCTIONS,
                        version=__version__, log_level="WARNING")
+    text_limit = {"maxLength": config.max_query_chars}
 
-    @server.tool(name="search_services", title="Search services", description=SEARCH_DESCRIPTION,
-                 annotations=READ_ONLY)
+    @server.tool(name="search_services", title="Search services", annotations=READ_ONLY, description=(
+        "Find services for one task described in plain words (e.g. \"convert 100 USD to EUR\"), not by name. "
+        "Answers a page of hits (name, type, id, score, category, summary); call get_service on an id for how to "
+        "call it. For a task of several steps use compose_plan."))
+    @_tool
     async def search_services(
-        query: Annotated[str, Field(min_length=1, max_length=config.max_query_chars,
-                                    description="What you need done, in words.")],
-        method: Annotated[str | None, Field(description=f"One of: {', '.join(names)}. "
-                                                        f"Default: {config.default_method}.")] = None,
-        k: Annotated[int | None, Field(ge=1, le=config.max_k, description="How many ranked hits.")] = None,
-        mode: Annotated[str | None, Field(description="LLM methods: get_all | get_important | get_one.")] = None,
-    ) -> SearchResult:
-        return await _answer(discovery.search(SearchQuery(query=query, method=method, k=k, mode=mode)))
+        query: Annotated[str, Field(description="The need, in words.", json_schema_extra=text_limit)],
+        ctx: Context,
+        method: Annotated[str | None, Field(description="Search method: " + methods_line(
+            search_names, config.default_method, COMPOSE_SPEC.name) + ".")] = None,
+        k: Annotated[int | None, Field(description=f"Hits per page, 1-{config.max_k}.")] = None,
+        mode: Annotated[str | None, Field(description="LLM methods: get_all | get_important | "
+                                                      "get_one.")] = None,
+        type: Annotated[str | None, Field(description=f"Only this type: {TYPES}.")] = None,
+        source: Annotated[str | None, Field(description="Only services whose source file path contains this.")]
+        = None,
+        cursor: Annotated[str | None, Field(description=CURSOR)] = None,
+        detail: Annotated[Detail, Field(description="full adds the cost and trace.")] = "brief",
+    ) -> CallToolResult:
+        query_ = SearchQuery(query=query, method=method, k=k, mode=mode, type=type, source=source, cursor=cursor,
+                             detail=detail)
+        result = await _run(discovery.search(query_, _progress(ctx)))
+        return _answer(compact.search_text(result), _dumped(result))
 
-    @server.tool(name="compose_plan", title="Plan a multi-step task", description=COMPOSE_DESCRIPTION,
-                 annotations=READ_ONLY)
+    @server.tool(name="compose_plan", title="Plan a multi-step task", annotations=READ_ONLY, description=(
+        "Plan a task that needs several services, e.g. \"change my flight to Friday, then email the new itinerary "
+        "to my team\": it is split into steps, each step is searched, and one service is chosen per step, with "
+        "alternatives, dependencies and the order to run them in."))
+    @_tool
     async def compose_plan(
-        request: Annotated[str, Field(min_length=1, max_length=config.max_query_chars,
-                                      description="The whole task, in words.")],
-        method: Annotated[str | None,
-                          Field(description=f"Step search method, one of: {', '.join(step_names)}.")] = None,
-        k: Annotated[int | None, Field(ge=1, le=config.max_k, description="Candidates per step.")] = None,
-    ) -> Plan:
-        return await _answer(planning.plan(ComposeQuery(request=request, method=method, k=k)))
+        request: Annotated[str, Field(description="The whole task, in words.", json_schema_extra=text_limit)],
+        ctx: Context,
+        method: Annotated[str | None, Field(description=f"Step search method: {', '.join(step_names)}.")] = None,
+        k: Annotated[int | None, Field(description="Candidates per step.")] = None,
+        mode: Annotated[str | None, Field(description="LLM step methods: get_all | get_important | get_one.")]
+        = None,
+        detail: Annotated[Detail, Field(description="full adds scores, cost and the re-decomposition report.")]
+        = "brief",
+    ) -> CallToolResult:
+        plan = await _run(planning.plan(ComposeQuery(request=request, method=method, k=k, mode=mode),
+                                        _progress(ctx)))
+        structured = brief_plan(plan, detail)
+        return _answer(compact.plan_text(structured), structured)
 
-    @server.tool(name="browse_category", title="Browse a category", description=BROWSE_DESCRIPTION,
-                 annotations=READ_ONLY)
-    async def browse_category(
-        node_id: Annotated[str, Field(max_length=200, description='A category id; "root" for the top.')] = "root",
-    ) -> NodeView:
-        return await _answer(discovery.node(node_id))
-
-    @server.tool(name="get_service", title="Get a service", description=GET_SERVICE_DESCRIPTION,
-                 annotations=READ_ONLY)
+    @server.tool(name="get_service", title="Get a service", annotations=READ_ONLY, description=(
+        "Everything stored about one service, by the id a search or listing gave: description, metadata (an MCP "
+        "tool's input schema, an A2A agent's card and endpoints, a skill's file), source, and its categories."))
+    @_tool
     async def get_service(
-        service_id: Annotated[str, Field(min_length=1, max_length=1000, description="The service's id.")],
-    ) -> ServiceView:
-        return await _answer(discovery.service(service_id))
+        service_id: Annotated[str, Field(description="The service's id.", json_schema_extra={"maxLength": 1000})],
+    ) -> CallToolResult:
+        view = await _run(discovery.service(service_id))
+        return _answer(compact.service_text(view), _dumped(view))
+
+    @server.tool(name="browse_category", title="Browse a category", annotations=READ_ONLY, description=(
+        "One category of the catalogue's tree: its sub-categories (with how many services each holds) and the "
+        "services filed in it, a page at a time. Start at \"root\" and pass a child's id to go deeper."))
+    @_tool
+    async def browse_category(
+        node_id: Annotated[str, Field(description='Category id; "root" for the top.',
+                                      json_schema_extra={"maxLength": 1000})] = "root",
+        limit: Annotated[int | None, Field(description=f"Entries per page, 1-{config.max_page}.")] = None,
+        cursor: Annotated[str | None, Field(description=CURSOR)] = None,
+    ) -> CallToolResult:
+        view = await _run(discovery.node(node_id, limit, cursor))
+        return _answer(compact.node_text(view), _dumped(view))
+
+    @server.tool(name="list_services", title="List services", annotations=READ_ONLY, description=(
+        "The catalogue's services in id order, a page at a time, optionally of one type or source."))
+    @_tool
+    async def list_services(
+        type: Annotated[str | None, Field(description=f"Only this type: {TYPES}.")] = None,
+        source: Annotated[str | None, Field(description="Only services whose source file path contains this.")]
+        = None,
+        limit: Annotated[int | None, Field(description=f"Services per page, 1-{config.max_page}.")] = None,
+        cursor: Annotated[str | None, Field(description=CURSOR)] = None,
+    ) -> CallToolResult:
+        listing = await _run(discovery.services(Filters(type=type, source=source), limit, cursor))
+        return _answer(compact.services_text(listing), _dumped(listing))
 
     @server.resource("a2x://tree", name="tree", title="Category tree",
-                     description="The active category tree: its statistics and the top-level categories.",
+                     description="The active category tree: its statistics and the first page of the top level.",
                      mime_type="application/json")
     async def tree_resource() -> str:
         return await _resource(discovery.tree())
 
     @server.resource("a2x://tree/nodes/{+node_id}", name="tree-node", title="Category",
-                     description="One category of the active tree (as browse_category answers).",
+                     description="One category of the active tree (the first page, as browse_category answers).",
                      mime_type="application/json")
     async def node_resource(node_id: str) -> str:
         return await _resource(discovery.node(node_id))
@@ -135,4 +212,4 @@ async def _resource(work: Any) -> str:
         view = await work
     except A2XError as exc:
         raise ResourceError(exc.message) from exc
-    return json.dumps(visible(view).model_dump(mode="json"), ensure_ascii=False)
+    return json.dumps(visible(view).model_dump(mode="json", exclude_none=True), ensure_ascii=False)

@@ -1,7 +1,9 @@
 """Putting a server together and running it: over HTTP (API, page, MCP at /mcp) or over stdio (MCP only).
 
-`build_server` wires the parts once: the engine (when a model is asked for) behind shared rounds, the state, the
-batcher, the operations (discovery; the compose stage's plans), the MCP server and the HTTP app.
+`build_server` wires the parts once, without loading anything slow: the state (whose background loading reads the
+registry, starts the engine behind shared rounds and builds the preloaded methods), the batcher, the operations
+(discovery; the compose stage's plans), the MCP server and the HTTP app. The server answers `initialize`,
+`tools/list`, /healthz and the page at once; what needs the registry or the model waits for it.
 """
 
 from __future__ import annotations
@@ -9,13 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from a2x_local.compose import COMPOSE_SPEC
-from a2x_local.llm import Engine, EngineOptions, make_engine
+from a2x_local.llm import Engine, EngineOptions, engine_settings, make_engine
 from a2x_local.search import register_method
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.compose_api import Planning
@@ -27,6 +31,11 @@ from a2x_local.serve.state import ServerState
 from a2x_local.settings import Settings
 
 log = logging.getLogger("a2x_local.serve")
+STDIO_CLAIM_WAIT_S = 2.0
+STDIO_HANDSHAKE_WAIT_S = 5.0
+# Over HTTP the loading starts once the first request is answered (a client polling /healthz), at the latest this
+# long after the port listens: the model's imports hold the interpreter for seconds and would delay that answer.
+HTTP_FIRST_ANSWER_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,9 @@ class Server:
     planning: Planning
     mcp: Any
 
+    def start_loading(self) -> None:
+        self.state.start_loading()
+
     def close(self) -> None:
         self.planning.close()
         self.state.close()
@@ -59,30 +71,37 @@ def wants_engine(options: EngineOptions | None) -> bool:
     return options is not None and any(value is not None for value in options.model_dump().values())
 
 
-def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | None = None,
+def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Callable[[], Engine] | None = None,
                  engine_options: EngineOptions | None = None) -> Server:
-    """A ready server: registry read, preloaded methods built; ``engine`` (tests) or ``engine_options`` (the CLI)
-    gives the LLM methods their one engine."""
+    """A server ready to answer (its loading not started: `Server.start_loading`, or the HTTP app's start, does
+    that). ``engine`` (tests: an engine, or a function making one) or ``engine_options`` (the CLI) give the LLM
+    methods their one engine; a model that does not resolve (no such alias or folder) fails here, before anything
+    listens (resolving loads nothing; a folder's files are checked as the engine loads, an error then answers
+    `EngineFailed`)."""
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
     # A composition root: the search stage knows only its own methods; compose's joins them here.
     register_method(COMPOSE_SPEC, replace=True)
-    # The lambdas read `shared` and `discovery` when /metrics is scraped, after both are set below.
-    metrics = Metrics(usage=lambda: shared.usage if shared is not None else None,
+    state: ServerState | None = None
+    # The lambdas read `state` and `discovery` when /metrics is scraped, after both are set below.
+    metrics = Metrics(usage=lambda: state.engine.usage if state is not None and state.engine is not None else None,
                       state=lambda: discovery.state_numbers())
-    if engine is None and wants_engine(engine_options):
-        engine = make_engine(settings, engine_options)
-    shared = None
-    if engine is not None:
-        shared = SharedRounds(engine, window_s=config.engine_window_ms / 1000, max_prompts=config.engine_max_prompts,
-                              on_round=metrics.engine_batch.observe)
-    state = ServerState(settings, config, shared)
-    try:
-        state.start()
-    except BaseException:
-        state.close()
-        raise
+    source: Callable[[], Engine] | None = None
+    if isinstance(engine, Engine):
+        source = lambda: engine  # noqa: E731
+    elif engine is not None:
+        source = engine
+    elif wants_engine(engine_options):
+        engine_settings(settings, engine_options)   # an unknown model fails now; its files are checked as it loads
+        source = lambda: make_engine(settings, engine_options)  # noqa: E731
+
+    def shared(inner: Engine) -> SharedRounds:
+        return SharedRounds(inner, window_s=config.engine_window_ms / 1000, max_prompts=config.engine_max_prompts,
+                            on_round=metrics.engine_batch.observe)
+
+    state = ServerState(settings, config, source, wrap_engine=shared)
+    state.start()
     batcher = SearchBatcher(window_s=config.batch_window_ms / 1000, max_batch=config.max_batch,
                             concurrency=config.llm_batch_concurrency,
                             on_batch=lambda method, size: metrics.search_batch.labels(method).observe(size))
@@ -103,11 +122,16 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning, host=config.host)
+                         mcp=server.mcp, planning=server.planning, host=config.host, load_on_startup=False)
         where = f"http://{config.host}:{config.port}"
-        log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp", settings.db_path, where, where, where)
-        uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
-                                      access_log=False, timeout_graceful_shutdown=10)).run()
+        log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp (loading in the background: %s/healthz)",
+                 settings.db_path, where, where, where, where)
+        listener = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
+                                                 access_log=False, timeout_graceful_shutdown=10))
+        # The background loading starts once the port listens and its first request is answered (or a moment
+        # after): its imports and index builds would otherwise slow the server's own start and first answer.
+        threading.Thread(target=_load_when_listening, args=(listener, server), name="a2x-start", daemon=True).start()
+        listener.run()
     finally:
         server.close()
 
@@ -120,12 +144,69 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
 
     config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
-    with stdout_to_stderr():  # engine start-up and library chatter must never reach the protocol channel
+    with stdout_to_stderr():  # library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine)
+
+    # The background loading (its imports hold the interpreter for seconds at a time) starts once the client's
+    # handshake is done, so `initialize` and `tools/list` are answered first; at the latest after a few seconds.
+    server.mcp.middleware.append(_LoadAfterHandshake(server))
+
+    async def run() -> None:
+        async with anyio.create_task_group() as tasks:
+
+            async def serve() -> None:
+                await run_stdio(server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(serve)
+            # The transport points descriptor 1 at stderr while it serves (the protocol goes through a duplicate). The
+            # engine's start-up redirects descriptor 1 too, so it may begin only once that has happened.
+            await _until_stdout_claimed()
+            await anyio.sleep(STDIO_HANDSHAKE_WAIT_S)
+            server.start_loading()
+
     try:
-        anyio.run(run_stdio, server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
+        anyio.run(run)
     finally:
         server.close()
+
+
+class _LoadAfterHandshake:
+    """MCP middleware: starts the server's background loading after the first message that is not `initialize`
+    (the client's `notifications/initialized`, or its first request)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        result = await call_next(ctx)
+        if ctx.method != "initialize":
+            self.server.start_loading()
+        return result
+
+
+def _load_when_listening(listener: Any, server: Server) -> None:
+    while not listener.started and not listener.should_exit:
+        time.sleep(0.01)
+    if listener.started:
+        server.state.answered.wait(HTTP_FIRST_ANSWER_WAIT_S)
+        if not listener.should_exit:
+            server.start_loading()
+
+
+async def _until_stdout_claimed() -> None:
+    import anyio
+
+    deadline = time.monotonic() + STDIO_CLAIM_WAIT_S
+    while time.monotonic() < deadline:
+        await anyio.sleep(0.005)
+        try:
+            out, err = os.fstat(1), os.fstat(2)
+        except OSError:
+            return
+        if (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino):
+            return
+    log.warning("the MCP transport did not take over stdout; loading anyway")
 
 
 @contextmanager

@@ -1,18 +1,27 @@
 """What one server process holds: the registry snapshot, the search methods built over it, and one engine.
 
+Fast start: nothing slow happens before the server answers. `start` only checks the database file; `start_loading`
+then reads the first snapshot, starts the model (when one was asked for) and builds the preloaded methods on
+background threads, and `loading` says what is still being prepared. Requests that need something not ready yet
+wait for it (their clients hear progress) up to `[serve] loading_wait_s`, then get a "Loading" answer.
+
 Hot tree switch: every request starts by asking for the current snapshot. That costs one `stat` of the database
 file; only when the file changed is the registry's identity (fingerprint, active tree id) read, and only when that
-changed is a new snapshot read. Methods are built on first use per snapshot (a retrieval method is kept while the
-services are unchanged, a tree method while the tree is too) and handed to the request, so a request in flight
-finishes with the method and tree it started with while the next request uses the new ones. When a method cannot
-be built for a new snapshot (say the registry changed and the tree has not been rebuilt yet), the method of the
-previous snapshot keeps serving and /healthz says why.
+changed is a new snapshot read. Methods are built per snapshot on a background thread (a retrieval method is kept
+while the services are unchanged, a tree method while the tree is too). A request waits up to
+`[serve] rebuild_wait_s` for the new one and otherwise answers with the previous one while the build goes on, so a
+one-row sync never stalls searches behind an index rebuild; a request in flight finishes with the method and tree
+it started with. When a method cannot be built for a new snapshot, the previous one keeps serving and /healthz
+says why.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +32,11 @@ import duckdb
 from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
+from a2x_local.llm import Engine
 from a2x_local.search import MethodSpec, SearchMethod, make_method, method_names, method_spec
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
+from a2x_local.serve.progress import Loading
 from a2x_local.serve.rounds import SharedRounds
 from a2x_local.serve.snapshot import (
     FileStamp,
@@ -39,6 +50,7 @@ from a2x_local.serve.snapshot import (
 from a2x_local.settings import Settings
 
 log = logging.getLogger("a2x_local.serve")
+EngineSource = Callable[[], Engine]
 
 
 @dataclass(frozen=True)
@@ -54,16 +66,35 @@ class _Built:
 
 
 class ServerState:
-    """The snapshot, the methods and the engine; safe to use from the event loop and from worker threads."""
+    """The snapshot, the methods and the engine; safe to use from the event loop and from worker threads.
 
-    def __init__(self, settings: Settings, config: ServeConfig, engine: SharedRounds | None = None) -> None:
+    ``engine_source`` makes the one engine (on a background thread); ``wrap_engine`` puts it behind the shared
+    rounds. Without a source the server runs retrieval methods (and compose's rule decomposer) only.
+    """
+
+    def __init__(self, settings: Settings, config: ServeConfig, engine_source: EngineSource | None = None,
+                 wrap_engine: Callable[[Engine], SharedRounds] | None = None) -> None:
         self.settings = settings
         self.config = config
         self.db_path = Path(settings.db_path)
-        self.engine = engine
+        self.engine: SharedRounds | None = None
+        self.engine_expected = engine_source is not None
+        self.engine_error: A2XError | None = None
+        self.load_error: A2XError | None = None
+        self.loading = Loading()
+        self.answered = threading.Event()   # set once the server has answered its first HTTP request
+        self._engine_source = engine_source
+        self._wrap_engine = wrap_engine
+        self._engine_ready = threading.Event()
+        self._snapshot_ready = threading.Event()
+        self._started = False
+        self._closing = False
         # Every database access and method build goes through this lock: one connection at a time per process
         # (DuckDB refuses a read-only and a read-write connection to one file in one process at once).
         self._lock = threading.RLock()
+        self._builds_lock = threading.Lock()
+        self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2x-build")
+        self._building: dict[str, tuple[Identity, Future[SearchMethod], float]] = {}
         self._runtime_settings = settings.with_overrides("registry", lock_timeout_s=config.reload_lock_wait_s)
         self._snapshot: Snapshot | None = None
         self._stamp: FileStamp | None = None
@@ -72,37 +103,126 @@ class ServerState:
         self.problems: dict[str, str] = {}
         self.degraded: str | None = None   # why the file under the server cannot be read now (None: it can)
 
-    # --- the snapshot -------------------------------------------------------------------------------------------
+    # --- starting ------------------------------------------------------------------------------------------------
 
-    def start(self) -> Snapshot:
-        """The first snapshot (waiting for a writer as long as any command does), then the preloaded methods."""
-        with self._lock:
-            if not self.db_path.is_file():
-                raise Unavailable(f"{self.db_path}: no registry database here",
-                                  hint="load services first: a2x-local ingest PATH --db FILE")
-            # Once, as every command does: bring an older registry file to this version's schema.
-            with connect(self.db_path, lock_timeout_s=self.settings.lock_timeout_s):
-                pass
+    def start(self) -> None:
+        """What must hold before the server listens (seconds at most): the database file is there and readable
+        by this version (an older file is brought to this version's schema, as every command does)."""
+        if not self.db_path.is_file():
+            raise Unavailable(f"{self.db_path}: no registry database here",
+                              hint="load services first: a2x-local ingest PATH --db FILE")
+        with self._lock, connect(self.db_path, lock_timeout_s=self.settings.lock_timeout_s):
+            pass
+
+    def start_loading(self) -> None:
+        """Read the first snapshot, start the engine and build the preloaded methods, on background threads (once;
+        later calls do nothing)."""
+        with self._builds_lock:
+            if self._started:
+                return
+            self._started = True
+        if self._engine_source is not None:
+            self.loading.begin("model", "loading the model")
+            threading.Thread(target=self._load_engine, name="a2x-engine", daemon=True).start()
+        self.loading.begin("registry", "reading the registry")
+        threading.Thread(target=self._load_registry, name="a2x-load", daemon=True).start()
+
+    def _load_registry(self) -> None:
+        try:
             stamp = FileStamp.of(self.db_path)
-            with read_only(self.db_path, wait_s=self.settings.lock_timeout_s) as con:
+            with self._lock, read_only(self.db_path, wait_s=self.settings.lock_timeout_s) as con:
                 self._snapshot = read_snapshot(con, generation=0)
             self._stamp = stamp
+            log.info("registry read: %d services, tree %s", len(self._snapshot.services), self._snapshot.build_id)
+        except A2XError as exc:
+            self.load_error = exc
+            log.error("the registry could not be read: %s", exc.message)
+            return
+        except Exception as exc:
+            self.load_error = Unavailable(f"the registry could not be read: {type(exc).__name__}",
+                                          hint="see the server's log", code="LoadFailed")
+            log.error("the registry could not be read", exc_info=exc)
+            return
+        finally:
+            if self._snapshot is not None and self.config.preload:
+                self.loading.begin("preload", "indexing for the preloaded methods")
+            self.loading.end("registry")
+            self._snapshot_ready.set()
+        try:
+            self._preload(engine_methods=False)
+            if self._engine_source is not None:
+                self._engine_ready.wait()
+                self._preload(engine_methods=True)
+        finally:
+            self.loading.end("preload")
+
+    def _preload(self, *, engine_methods: bool) -> None:
         for name in self.config.preload:
             try:
-                self.method(name, self._snapshot)
+                spec = method_spec(name)
+                if (spec.takes_engine and self.engine_expected) != engine_methods:
+                    continue
+                if self.missing(spec) is None:
+                    self._build_now(name, self.snapshot)
             except A2XError as exc:
                 log.info("method %s not preloaded: %s", name, exc.message)
-        return self._snapshot
+
+    def _load_engine(self) -> None:
+        assert self._engine_source is not None
+        try:
+            engine = self._engine_source()
+            if self._closing:
+                engine.close()
+                return
+            self.engine = self._wrap_engine(engine) if self._wrap_engine is not None else SharedRounds(
+                engine, window_s=0, max_prompts=self.config.engine_max_prompts)
+            log.info("model ready: %s", self.engine.describe())
+        except A2XError as exc:
+            self.engine_error = Unavailable(f"the model could not be started: {exc.message}", hint=exc.hint,
+                                            code="EngineFailed")
+            log.error("the model could not be started: %s", exc.message)
+        except Exception as exc:
+            self.engine_error = Unavailable(f"the model could not be started: {type(exc).__name__}: {exc}"[:500],
+                                            hint="see the server's log and `a2x-local models check`",
+                                            code="EngineFailed")
+            log.error("the model could not be started", exc_info=exc)
+        finally:
+            self.loading.end("model")
+            self._engine_ready.set()
+
+    def snapshot_ready(self) -> bool:
+        return self._snapshot_ready.is_set()
+
+    def engine_ready(self) -> bool:
+        return self._engine_ready.is_set() or not self.engine_expected
+
+    def ready(self) -> bool:
+        """Everything preloaded: the snapshot read, the engine started, nothing being built."""
+        return self.snapshot_ready() and self.engine_ready() and not self.loading
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Block until `ready` (tests and benchmarks that want a warm server); False after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    # --- the snapshot -------------------------------------------------------------------------------------------
 
     @property
     def snapshot(self) -> Snapshot:
+        if self.load_error is not None:
+            raise self.load_error
         if self._snapshot is None:
-            raise Unavailable("the server has not read the registry yet", hint="wait a moment and try again")
+            raise Unavailable("the server is still reading the registry", code="Loading",
+                              hint="try again in a moment; GET /healthz shows what is loading")
         return self._snapshot
 
     @property
     def latest(self) -> Snapshot | None:
-        """The snapshot held now, without looking at the database (None before start)."""
+        """The snapshot held now, without looking at the database (None before the first is read)."""
         return self._snapshot
 
     def is_current(self) -> bool:
@@ -113,7 +233,11 @@ class ServerState:
         """The snapshot to answer a new request from, reloaded first when the registry or its tree changed."""
         if self.is_current():
             return self.snapshot
-        with self._lock:
+        # A method build holds the database lock while it indexes: keep serving the snapshot we have rather than
+        # wait for it (the next request looks again).
+        if not self._lock.acquire(timeout=self.config.reload_lock_wait_s):
+            return self.snapshot
+        try:
             stamp = FileStamp.of(self.db_path)
             if stamp == self._stamp:
                 return self.snapshot
@@ -137,6 +261,8 @@ class ServerState:
                 log.warning("registry readable again, degraded state over: %s", self.db_path)
                 self.degraded = None
             return self.snapshot
+        finally:
+            self._lock.release()
 
     def _degrade(self, why: str) -> None:
         if why != self.degraded:
@@ -153,63 +279,95 @@ class ServerState:
         """Hold this around any other database access of this process (one connection at a time)."""
         return self._lock
 
-    # --- the methods ----------------------------------------------------------------------------------------------
+    # --- what can run ---------------------------------------------------------------------------------------------
 
-    def can_run(self, spec: MethodSpec) -> bool:
-        """Whether this server can run the method: it needs no engine, or the server has one."""
-        return not spec.needs_engine or self.engine is not None
+    def missing(self, spec: MethodSpec, snapshot: Snapshot | None = None) -> Unavailable | None:
+        """Why this server cannot run the method now (None: it can), with what would enable it. The facts come
+        from the method's spec: its engine, whether it searches the active tree."""
+        if spec.needs_engine and not self.engine_expected:
+            return Unavailable(f"method '{spec.name}' needs a model, and this server runs without one",
+                               hint="start the server with --model ALIAS (see `a2x-local models list`), or use one "
+                                    f"of: {', '.join(self.offered())}", code="NoModel")
+        if spec.needs_engine and self.engine_error is not None:
+            return self.engine_error
+        snapshot = snapshot or self._snapshot
+        if spec.tree and snapshot is not None and snapshot.tree is None:
+            return Unavailable(f"method '{spec.name}' searches the active tree, and this registry has none",
+                               hint="build one (a2x-local build --model ALIAS) or import one (a2x-local tree import "
+                                    f"FILE), or use one of: {', '.join(self.offered())}", code="NoTree")
+        return None
 
     def uses_engine(self, name: str) -> bool:
         """Whether the method's searches run on this server's engine (they then join its shared rounds)."""
-        return method_spec(name).takes_engine and self.engine is not None
+        return method_spec(name).takes_engine and self.engine_expected
 
     def offered(self, *, steps: bool = False) -> list[str]:
-        """The methods this server can run (``steps``: those that may search a compose plan's steps)."""
+        """The methods this server can run now (``steps``: those that may search a compose plan's steps)."""
         names = step_method_names() if steps else method_names()
-        return [name for name in names if self.can_run(method_spec(name))]
+        return [name for name in names if self._runs(method_spec(name))]
+
+    def _runs(self, spec: MethodSpec) -> bool:
+        if spec.needs_engine and (not self.engine_expected or self.engine_error is not None):
+            return False
+        return not (spec.tree and self._snapshot is not None and self._snapshot.tree is None)
 
     def participant(self) -> AbstractContextManager[object]:
         """Work on the engine says so (the shared rounds then know who may still join a round); a no-op without."""
         return self.engine.participant() if self.engine is not None else nullcontext()
 
     def check_method(self, name: str, *, steps: bool = False) -> None:
-        """Refuse unknown methods, and methods that need a model on a server without one, before anything is built;
-        the hint lists only what this server can run (``steps``: as a compose step method)."""
-        offered = self.offered(steps=steps)
+        """Refuse unknown methods, and methods this server cannot run (no model, no tree), before anything is
+        built; the hint lists only what this server can run (``steps``: as a compose step method)."""
         if name not in (step_method_names() if steps else method_names()):
-            raise BadRequest(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(offered)}",
-                             code="UnknownMethod")
-        if not self.can_run(method_spec(name)):
-            raise Unavailable(f"method '{name}' needs a model, and this server runs without one",
-                              hint="start the server with --model ALIAS (see `a2x-local models list`), or use one of: "
-                                   f"{', '.join(offered)}", code="NoModel")
+            raise BadRequest(f"unknown search method '{name}'",
+                             hint=f"choose one of: {', '.join(self.offered(steps=steps))}", code="UnknownMethod")
+        why = self.missing(method_spec(name))
+        if why is not None:
+            raise why
+
+    # --- the methods ----------------------------------------------------------------------------------------------
 
     def cached_method(self, name: str, snapshot: Snapshot) -> SearchMethod | None:
         built = self._methods.get(name)
         return built.method if built is not None and built.fits(snapshot) else None
 
-    def method(self, name: str, snapshot: Snapshot) -> SearchMethod:
-        """The method for this snapshot: the cached one when it fits, else a new one. When a new one cannot be
-        built, the previous one keeps serving (the reason kept in ``problems``); the failure is remembered for this
-        registry identity, so requests do not retry the build until the registry changes again."""
-        self.check_method(name)
+    def lookup(self, name: str, snapshot: Snapshot) -> tuple[SearchMethod | None, Future[SearchMethod] | None, float]:
+        """(the method that fits the snapshot, None, 0), or (the previous one or None, the build now running for
+        this snapshot, the seconds it has run). A build that failed for this registry identity is not retried until
+        it changes: the previous method serves, or its error is raised."""
         found = self.cached_method(name, snapshot)
         if found is not None:
-            return found
+            return found, None, 0.0
+        previous = self._methods.get(name)
+        failed = self._failed.get(name)
+        if failed is not None and failed[0] == snapshot.identity:
+            if previous is not None:
+                return previous.method, None, 0.0
+            raise failed[1]
+        with self._builds_lock:
+            running = self._building.get(name)
+            if running is None or running[0] != snapshot.identity:
+                running = (snapshot.identity, self._builder.submit(self._build_now, name, snapshot), time.monotonic())
+                self._building[name] = running
+        return (previous.method if previous is not None else None), running[1], time.monotonic() - running[2]
+
+    def _build_now(self, name: str, snapshot: Snapshot) -> SearchMethod:
+        """Build the method for this snapshot (the cached one when it already fits). When it cannot be built, the
+        previous one keeps serving (the reason kept in ``problems``) and the failure is remembered."""
+        key = f"method:{name}"
         with self._lock:
             found = self.cached_method(name, snapshot)
             if found is not None:
                 return found
             previous = self._methods.get(name)
-            failed = self._failed.get(name)
-            if failed is not None and failed[0] == snapshot.identity:
-                if previous is not None:
-                    return previous.method
-                raise failed[1]
-            options = self._engine_options(method_spec(name))
+            spec = method_spec(name)
+            self.loading.begin(key, f"indexing for the {name} method" + (" (the previous one serves meanwhile)"
+                                                                     if previous is not None else ""))
             try:
+                options = self._engine_options(spec)
                 try:
-                    method = make_method(name, self._runtime_settings, self.db_path, **options)
+                    method = make_method(name, self._runtime_settings, self.db_path,
+                                         progress=self.loading.progress_factory(key), **options)
                 except duckdb.Error as exc:   # the file under the server failed while the method read it
                     raise unreadable(self.db_path, exc) from exc
             except DatabaseBusyError as exc:  # passing: try again on a later request
@@ -225,6 +383,8 @@ class ServerState:
                 self.problems[name] = exc.message
                 log.warning("method %s keeps serving its previous snapshot: %s", name, exc.message)
                 return previous.method
+            finally:
+                self.loading.end(key)
             describe = getattr(method, "describe", None)
             tree = describe().get("tree") if callable(describe) else None
             self._methods[name] = _Built(method, snapshot.fingerprint, tree)
@@ -232,13 +392,27 @@ class ServerState:
             self._failed.pop(name, None)
             return method
 
+    def method(self, name: str, snapshot: Snapshot) -> SearchMethod:
+        """The method for this snapshot, built here and now when needed (blocking: for worker threads)."""
+        self.check_method(name)
+        found = self.cached_method(name, snapshot)
+        return found if found is not None else self._build_now(name, snapshot)
+
     def _engine_options(self, spec: MethodSpec) -> dict[str, Any]:
         """The server's one engine for a method that takes one; a method whose engine is optional, on a server
         without one, gets the options that keep it off any model (it must never start its own here)."""
         if spec.takes_engine and self.engine is not None:
             return {"engine": self.engine}
+        if spec.takes_engine and self.engine_expected and self.engine_error is None:
+            raise Unavailable("the model is still loading", code="Loading",
+                              hint="try again in a moment; GET /healthz shows the progress")
+        if spec.needs_engine and self.engine_error is not None:
+            raise self.engine_error
+        # No model here (none asked for, or it failed to start): a method that can do without runs without.
         return dict(spec.engine_free) if spec.engine == "optional" else {}
 
     def close(self) -> None:
+        self._closing = True
+        self._builder.shutdown(wait=False, cancel_futures=True)
         if self.engine is not None:
             self.engine.close()

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from a2x_local.db import connect
-from a2x_local.llm import Engine
+from a2x_local.llm import Engine, Request
 from a2x_local.registry import Registry
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.server import Server, build_server
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.types import Tree
-from tests.search.a2x_helpers import make_tree, sample_tree, store_registry_and_tree
+from tests.search.a2x_helpers import Oracle, make_tree, sample_tree, store_registry_and_tree
 from tests.support.processes import cli_command, tree_env
 from tests.support.servers import free_port, serving
 
@@ -31,8 +32,9 @@ OTHER_SHAPE = {
     "root/2": ("Money", ["p1", "p2", "s1", "s2", "s3", "s4"]),
     "root/3": ("Sky", ["w1", "w2", "w3", "w4", "g1"]),
 }
-# Quick to start: no method is loaded before the first request, and bm25 needs no embedding model.
-TEST_SERVE = {"preload": [], "default_method": "bm25"}
+# Quick to start: no method is loaded before the first request, and bm25 needs no embedding model. A request waits
+# for a method rebuilt for a changed registry (so the tests see the new tree at once, however slow the machine).
+TEST_SERVE = {"preload": [], "default_method": "bm25", "rebuild_wait_s": 120.0, "loading_wait_s": 120.0}
 
 
 def registry_with_trees(db_path: Path) -> tuple[int, int]:
@@ -52,8 +54,13 @@ def serve_config(**overrides: object) -> ServeConfig:
     return ServeConfig.defaults(**{**TEST_SERVE, **overrides})
 
 
-def make_server(db_path: Path, engine: Engine | None = None, **overrides: object) -> Server:
-    return build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+def make_server(db_path: Path, engine: Engine | None = None, *, ready: bool = True, **overrides: object) -> Server:
+    """A server over ``db_path``, its background loading started (and, with ``ready``, finished)."""
+    server = build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+    server.start_loading()
+    if ready:
+        assert server.state.wait_ready(120), server.state.loading.to_dict()
+    return server
 
 
 def write_test_config(home: Path) -> Path:
@@ -73,6 +80,14 @@ def server_env(home: Path) -> dict[str, str]:
     return env
 
 
+def stdio_server(db_path: Path, home: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
+    """`a2x-local serve --stdio` as the MCP SDK's client starts it (a desktop agent's way): its parameters."""
+    from mcp import StdioServerParameters
+
+    command, *args = cli_command("serve", "--stdio", "--db", str(db_path), *extra)
+    return StdioServerParameters(command=command, args=args, env=env or server_env(home), cwd=str(ROOT))
+
+
 @contextmanager
 def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 120) -> Iterator[str]:
     """`a2x-local serve` in its own process on a free loopback port; yields its base URL, stops it after."""
@@ -83,5 +98,20 @@ def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 12
         process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
                                    env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    with serving(process, f"{url}/healthz", log_path, startup_s):
+    with serving(process, f"{url}/readyz", log_path, startup_s):
         yield url
+
+
+def decomposing_oracle(oracle: Oracle | None = None) -> Callable[[Request], str]:
+    """A model rule that decomposes at ", then" as a model would, and answers the tree searches (and every other
+    call type) as the oracle does."""
+    oracle = oracle or Oracle(sample_tree(), WANTED)
+
+    def rule(request: Request) -> str:
+        if request.context.get("call") in ("decompose", "decompose_sad"):
+            parts = request.context["request"].split(", then ")
+            return json.dumps({"steps": [{"id": f"s{n}", "task": part, "depends_on": []}
+                                         for n, part in enumerate(parts, start=1)]})
+        return oracle(request)
+
+    return rule

@@ -3,33 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from a2x_local.llm import Request
 from a2x_local.serve.http_api import create_app
 from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
-from tests.serve.helpers import WANTED, make_server, registry_with_trees
+from tests.serve.helpers import WANTED, decomposing_oracle, make_server, registry_with_trees
 
 LOOPBACK = "http://127.0.0.1"
 TWO_NEEDS = "the h1 thing, then the s2 thing"        # words the sample services' texts hold (bm25)
 TREE_NEEDS = "find hotels, then stock prices"        # the oracle's queries (a2x)
-
-
-def _rule_and_oracle(oracle: Oracle):
-    """Decomposes at ", then" like a model would; answers the tree searches as the oracle."""
-
-    def rule(request: Request) -> str:
-        if request.context.get("call") in ("decompose", "decompose_sad"):
-            parts = request.context["request"].split(", then ")
-            return json.dumps({"steps": [{"id": f"s{n}", "task": part, "depends_on": []}
-                                         for n, part in enumerate(parts, start=1)]})
-        return oracle(request)
-
-    return rule
 
 
 def test_without_a_model_the_rules_split_and_each_step_is_searched(db_path) -> None:
@@ -58,7 +43,7 @@ def test_without_a_model_the_rules_split_and_each_step_is_searched(db_path) -> N
 
 def test_with_a_model_the_plan_decomposes_and_searches_the_tree(db_path) -> None:
     registry_with_trees(db_path)
-    engine = ScriptedEngine(_rule_and_oracle(Oracle(sample_tree(), WANTED)))
+    engine = ScriptedEngine(decomposing_oracle(Oracle(sample_tree(), WANTED)))
     server = make_server(db_path, engine)
     try:
         with TestClient(create_app(server.discovery, planning=server.planning), base_url=LOOPBACK) as client:
@@ -91,4 +76,9 @@ def test_the_mcp_tool_lists_and_plans(db_path) -> None:
     assert tool.annotations.read_only_hint is True and "several services" in tool.description
     plan = answer.structured_content
     assert not answer.is_error and len(plan["steps"]) == 2 and plan["decomposer"] == "rule"
-    assert empty.is_error and "compose cannot search its own steps" in empty.content[0].text
+    # Brief: each step's task, choice and alternatives (ids, names, scores), not the scoring signals or the cost.
+    assert [step["choice"]["id"] for step in plan["steps"]] == ["h1", "s2"]
+    assert "signals" not in plan["steps"][0]["choice"] and "calls" not in plan and "sad" not in plan
+    text = answer.content[0].text
+    assert text.startswith("Plan for ") and "s1 (group 1): the h1 thing -> tool_h1 (id h1)" in text
+    assert empty.is_error and empty.content[0].text.startswith("UnknownMethod: compose makes the plan")

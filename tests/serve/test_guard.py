@@ -49,7 +49,7 @@ def test_a_token_guards_the_api_and_mcp_but_not_the_page(server):
         mcp = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         page, script, health = client.get("/"), client.get("/static/app.js"), client.get("/healthz")
     assert refused.status_code == 401 and refused.json()["error"] == "Unauthorized"
-    assert refused.headers["www-authenticate"] == "Bearer"
+    assert refused.headers["www-authenticate"] == 'Bearer realm="a2x-local"'
     assert wrong.status_code == 401 and metrics.status_code == 401 and mcp.status_code == 401
     assert right.status_code == 200 and right.json()["root"]["name"] == "All services"
     assert page.status_code == 200 and "<title>a2x-local" in page.text and script.status_code == 200

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from fastapi.testclient import TestClient
 
-from a2x_local.search.types import Hit, SearchAnswer
+from a2x_local.search.types import Hit, SearchCost
 from a2x_local.serve.http_api import create_app
 from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
@@ -27,25 +28,34 @@ def served(db_path):
     server.close()
 
 
-def test_search_answers_carry_the_python_api_fields(served):
-    _, client, _ = served
-    answer = client.post("/v1/search", json={"query": "weather forecast", "k": 3}).json()
-    assert answer["method"] == "bm25" and answer["ranked"] is True and len(answer["hits"]) <= 3
-    answer_fields = {f.name for f in dataclasses.fields(SearchAnswer)}
-    assert answer_fields <= set(answer), answer_fields - set(answer)
+def test_search_answers_are_lean_and_carry_the_cost_only_when_asked(served):
+    _, client, active = served
+    answer = client.post("/v1/search", json={"query": "the w1 thing", "k": 3}).json()
+    assert answer["method"] == "bm25" and answer["ranked"] is True and len(answer["hits"]) == 3
+    assert set(answer) <= {"method", "query", "ranked", "hits", "next_cursor"}, set(answer)
+    for hit in answer["hits"]:
+        assert hit["name"].startswith("tool_") and hit["type"] and hit["summary"] and hit["score"] is not None
+    # Retrieval hits carry where the active tree files the service (the weather services: Weather › Forecast).
+    weather = next(hit for hit in answer["hits"] if hit["service_id"] == "w1")
+    assert weather["path"][0] == "root" and weather["category"].startswith("Weather")
+    full = client.post("/v1/search", json={"query": "the w1 thing", "k": 3, "detail": "full"}).json()
+    cost_fields = {f.name for f in dataclasses.fields(SearchCost)} | {"seconds"}
+    assert set(full["cost"]) == cost_fields and full["hits"] == answer["hits"]
     hit_fields = {f.name for f in dataclasses.fields(Hit)}
-    assert all(hit_fields <= set(hit) and hit["name"].startswith("tool_") for hit in answer["hits"])
+    assert all(hit_fields <= set(hit) for hit in full["hits"])
+    assert active
 
 
 def test_a2x_searches_the_active_tree_with_the_model(served):
     _, client, active = served
-    answer = client.post("/v1/search", json={"query": "find hotels", "method": "a2x", "trace": True}).json()
+    answer = client.post("/v1/search", json={"query": "find hotels", "method": "a2x", "detail": "full"}).json()
     assert answer["tree"] == active and answer["ranked"] is False
     assert sorted(hit["service_id"] for hit in answer["hits"]) == ["h1", "h2"]
     assert answer["hits"][0]["path"] == ["root", "root/1", "root/1/2"]
-    assert answer["calls"] > 0 and answer["prompt_tokens"] > 0 and answer["trace"]["tree"] == active
+    assert answer["hits"][0]["category"] == "Travel › Hotels" and "score" not in answer["hits"][0]
+    assert answer["cost"]["calls"] > 0 and answer["cost"]["prompt_tokens"] > 0 and answer["trace"]["tree"] == active
     by_get = client.get("/v1/search", params={"query": "find hotels", "method": "a2x", "mode": "get_one"}).json()
-    assert by_get["mode"] == "get_one" and len(by_get["hits"]) == 1 and by_get["trace"] is None
+    assert by_get["mode"] == "get_one" and len(by_get["hits"]) == 1 and "trace" not in by_get
 
 
 def test_several_searches_in_one_call_and_its_limit(served):
@@ -73,7 +83,7 @@ def test_the_tree_and_its_nodes(served):
     assert tree["build_id"] == active and tree["stale"] is False and tree["stats"]["depth"] == 2
     assert [(c["id"], c["name"], c["size"]) for c in tree["root"]["children"]] == [
         ("root/1", "Travel", 6), ("root/2", "Weather", 4), ("root/3", "Finance", 7)]
-    assert [s["id"] for s in tree["root"]["services"]] == ["g1"]
+    assert [s["id"] for s in tree["root"]["services"]] == ["g1"] and tree["root"]["children_total"] == 3
     node = client.get("/v1/tree/nodes/root/1/2").json()
     assert node["name"] == "Hotels" and [p["name"] for p in node["path"]] == ["All services", "Travel"]
     assert [s["id"] for s in node["services"]] == ["h1", "h2"] and node["children"] == []
@@ -146,7 +156,7 @@ def test_a_failed_model_call_fails_only_its_own_request(db_path):
         alone = client.post("/v1/search", json={"query": "broken", "method": "a2x"})
         metrics = client.get("/metrics").text
     server.close()
-    assert sorted(h["service_id"] for h in good["hits"]) == ["h1", "h2"] and good["error"] is None
+    assert sorted(h["service_id"] for h in good["hits"]) == ["h1", "h2"] and "error" not in good
     assert bad["hits"] == [] and "failed" in bad["error"]
     assert alone.status_code == 502 and alone.json()["error"] == "ModelCallFailed"
     assert 'a2x_searches_total{method="a2x",outcome="error"} 2.0' in metrics
@@ -164,12 +174,26 @@ def test_metrics_count_requests_tokens_and_batches(served):
     assert f"a2x_registry_services {float(len(sample_services()))}" in text
 
 
-def test_openapi_describes_the_api_and_no_cdn_docs_are_served(served):
+def test_openapi_has_the_error_schema_and_the_bearer_scheme_and_docs_are_served_offline(served):
     _, client, _ = served
     schema = client.get("/openapi.json").json()
-    assert {"/v1/search", "/v1/search/batch", "/v1/services/{service_id}", "/v1/tree", "/v1/tree/nodes/{node_id}",
-            "/healthz", "/metrics"} <= set(schema["paths"])
-    assert client.get("/docs").status_code == 404
+    assert {"/v1/search", "/v1/search/batch", "/v1/services", "/v1/services/{service_id}", "/v1/tree",
+            "/v1/tree/nodes/{node_id}", "/healthz", "/readyz", "/metrics"} <= set(schema["paths"])
+    search = schema["paths"]["/v1/search"]["post"]
+    error = search["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]
+    assert error.endswith("/ErrorBody") and {"error", "message", "hint"} <= set(
+        schema["components"]["schemas"]["ErrorBody"]["properties"])
+    assert search["security"] == [{"bearer": []}]
+    assert schema["components"]["securitySchemes"]["bearer"] == {
+        "type": "http", "scheme": "bearer", "description": schema["components"]["securitySchemes"]["bearer"][
+            "description"]}
+    assert "security" not in schema["paths"]["/healthz"]["get"]
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "cdn" not in docs.text.lower()
+    # Every file the docs page loads comes from this server.
+    for url in re.findall(r'(?:src|href)="(/[^"]+)"', docs.text):
+        assert client.get(url).status_code == 200, url
+    assert client.head("/healthz").status_code == 200
 
 
 def test_healthz_says_what_is_served(served):

@@ -1,19 +1,23 @@
 """The registry browser page in a real headless browser (Debian's chromium, driven through chromedriver): the tree
-expands and collapses with sizes, a search lists services, a click shows a service's details, and a token-guarded
-server asks for the token. Set A2X_SCREENSHOT_DIR to keep the screenshot (docs/serve-page.png is one)."""
+expands and collapses with sizes, a search lists services (filtered by type), a click shows a service's details
+(a root-filed one as filed at the root), a plan shows its steps with their services and alternatives, deep links
+open a search, a plan or a service, every new search or error clears what was on screen, the limits come from the
+server, and the page works 400 px wide. Set A2X_SCREENSHOT_DIR to keep the screenshots (docs/serve-page*.png)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from tests.search.a2x_helpers import make_tree
 from tests.serve.helpers import running_server, store_tree
-from tests.support.registries import make_registry
+from tests.support.registries import SERVICES, make_registry
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -22,17 +26,18 @@ pytestmark = pytest.mark.skipif(
     reason="needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)")
 
 SHAPE = {
-    "root": ("All services", []),
+    "root": ("All services", ["news"]),
     "root/1": ("Travel", []),
     "root/1/1": ("Flights and hotels", ["flights", "hotels"]),
     "root/1/2": ("Eating out", ["restaurants"]),
     "root/2": ("Money", ["currency", "stocks"]),
     "root/3": ("Communication", ["email", "calendar", "translate"]),
-    "root/4": ("Information", ["weather", "news"]),
+    "root/4": ("Information", ["weather"]),
 }
+TYPES = {"email": "mcp_tool", "calendar": "mcp_tool", "translate": "skill", "weather": "a2a"}
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1280,860"]
+         "--window-size=1280,900"]
 
 
 @pytest.fixture
@@ -52,7 +57,7 @@ def browser(tmp_path: Path) -> Iterator[object]:
 
 
 def page_registry(db_path: Path) -> int:
-    make_registry(db_path)
+    make_registry(db_path, [dataclasses.replace(s, type=TYPES.get(s.id, s.type)) for s in SERVICES])
     return store_tree(db_path, make_tree(SHAPE), activate=True)
 
 
@@ -65,9 +70,22 @@ def wait_for(driver, css: str, timeout: float = 30):
                                                                                                    css)))
 
 
-def test_tree_search_and_details_in_a_real_browser(db_path, tmp_path, browser):
+def until(driver, condition, timeout: float = 30):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(lambda d: condition())
+
+
+def screenshot(driver, tmp_path: Path, name: str) -> None:
+    shot = tmp_path / name
+    assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    if os.environ.get("A2X_SCREENSHOT_DIR"):
+        shutil.copy(shot, Path(os.environ["A2X_SCREENSHOT_DIR"]) / name)
+
+
+def test_tree_search_details_and_cleared_state_in_a_real_browser(db_path, tmp_path, browser):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
     build_id = page_registry(db_path)
     with running_server(db_path, tmp_path / "home") as url:
@@ -78,6 +96,9 @@ def test_tree_search_and_details_in_a_real_browser(db_path, tmp_path, browser):
         assert travel.find_element(By.CLASS_NAME, "size").text == "3"
         rows = [r.text.split("\n") for r in browser.find_elements(By.CSS_SELECTOR, "#tree > li > .node-row")]
         assert [r[1] for r in rows] == ["Travel", "Money", "Communication", "Information"]
+        # The limits come from the server.
+        assert browser.find_element(By.ID, "k").get_attribute("max") == "100"
+        assert browser.find_element(By.ID, "query").get_attribute("maxlength") == "4000"
 
         # Expand, collapse, expand again; then one level deeper to the services.
         row = travel.find_element(By.CLASS_NAME, "node-row")
@@ -85,33 +106,111 @@ def test_tree_search_and_details_in_a_real_browser(db_path, tmp_path, browser):
         wait_for(browser, "li[data-node='root/1/1']")
         assert travel.get_attribute("aria-expanded") == "true"
         row.click()
-        WebDriverWait(browser, 10).until(lambda d: travel.get_attribute("aria-expanded") == "false")
+        until(browser, lambda: travel.get_attribute("aria-expanded") == "false")
         assert not browser.find_element(By.CSS_SELECTOR, "li[data-node='root/1/1']").is_displayed()
         row.click()
         browser.find_element(By.CSS_SELECTOR, "li[data-node='root/1/1'] > .node-row").click()
         wait_for(browser, "a[data-service='hotels']").click()
         details = wait_for(browser, "#details[data-service='hotels']")
         assert "bookHotel" in details.text and "Travel › Flights and hotels" in details.text
+        assert "#/service/hotels" in browser.current_url
 
-        # Search with a chosen method; only the methods this server can run are offered (no model: no a2x, but
-        # compose, which decomposes by the rules without one).
+        # A service filed at the root says so.
+        wait_for(browser, "#tree > li > a[data-service='news']").click()
+        assert "Filed under: the root (All services)" in wait_for(browser, "#details[data-service='news']").text
+
+        # Search: only the methods this server can search with are offered (compose plans, with its own button).
         methods = Select(browser.find_element(By.ID, "method"))
-        assert {o.text for o in methods.options} == {"bm25", "compose", "dense", "hybrid"}
+        assert {o.text for o in methods.options} == {"bm25", "dense", "hybrid"}
         methods.select_by_visible_text("bm25")
         browser.find_element(By.ID, "query").send_keys("weather forecast for a city")
         browser.find_element(By.ID, "search-button").click()
         first = wait_for(browser, "#results li[data-service]")
         assert first.get_attribute("data-service") == "weather"
         assert "results with bm25" in browser.find_element(By.ID, "message").text
+        # The new search cleared the details that were on screen.
+        assert not browser.find_element(By.ID, "details").is_displayed()
         first.click()
         wait_for(browser, "#details[data-service='weather']")
-        browser.find_element(By.CSS_SELECTOR, "li[data-node='root/4'] > .node-row").click()
-        wait_for(browser, "a[data-service='news']")
+        screenshot(browser, tmp_path, "serve-page.png")
 
-        shot = tmp_path / "serve-page.png"
-        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
-        if os.environ.get("A2X_SCREENSHOT_DIR"):
-            shutil.copy(shot, Path(os.environ["A2X_SCREENSHOT_DIR"]) / "serve-page.png")
+        # The type filter keeps only services of that type.
+        Select(browser.find_element(By.ID, "type")).select_by_value("mcp_tool")
+        browser.find_element(By.ID, "query").clear()
+        browser.find_element(By.ID, "query").send_keys("send an email message or create a calendar event for a city")
+        browser.find_element(By.ID, "search-button").click()
+        until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#results li[data-service]") and
+              not browser.find_element(By.ID, "details").is_displayed())
+        found = {li.get_attribute("data-service") for li in
+                 browser.find_elements(By.CSS_SELECTOR, "#results li[data-service]")}
+        assert found == {"email", "calendar"}
+
+        # An error clears the results and says what went wrong.
+        browser.get(url + "/#/search?q=" + "x" * 4001)
+        message = wait_for(browser, "#message .error")
+        assert "4,000" in message.text and not browser.find_elements(By.CSS_SELECTOR, "#results li")
+
+
+def test_plans_and_deep_links_in_a_real_browser(db_path, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page_registry(db_path)
+    with running_server(db_path, tmp_path / "home") as url:
+        # A deep link to a service.
+        browser.get(url + "/#/service/hotels")
+        assert "bookHotel" in wait_for(browser, "#details[data-service='hotels']").text
+
+        # A deep link to a search runs it.
+        browser.get(url + "/#/search?q=" + quote("convert money to another currency") + "&method=bm25&k=3")
+        first = wait_for(browser, "#results li[data-service]")
+        assert first.get_attribute("data-service") == "currency"
+        assert browser.find_element(By.ID, "k").get_attribute("value") == "3"
+
+        # The plan view: request -> steps, each with its service and alternatives.
+        request = "find a hotel room in Lyon, then send an email to my team"
+        browser.find_element(By.ID, "query").clear()
+        browser.find_element(By.ID, "query").send_keys(request)
+        Select(browser.find_element(By.ID, "method")).select_by_value("hybrid")   # k stays 3, from the link
+        browser.find_element(By.ID, "plan-button").click()
+        plan = wait_for(browser, "#plan li.step")
+        assert plan is not None and "#/plan?q=" in browser.current_url
+        steps = browser.find_elements(By.CSS_SELECTOR, "#plan li.step")
+        assert len(steps) == 2 and not browser.find_elements(By.CSS_SELECTOR, "#results li")
+        chosen = [step.find_element(By.CSS_SELECTOR, ".choice a").get_attribute("data-service") for step in steps]
+        assert chosen == ["hotels", "email"]
+        assert all(step.find_elements(By.CSS_SELECTOR, ".alternatives a") for step in steps)
+        assert "Plan: " + request in browser.find_element(By.ID, "plan").text
+        # The steps are searched with the method and k on the controls (hybrid, and 3 from the search link above).
+        assert "searched with hybrid" in browser.find_element(By.ID, "plan").text
+        assert "method=hybrid" in browser.current_url and "k=3" in browser.current_url
+        assert all(len(step.find_elements(By.CSS_SELECTOR, ".alternatives a")) <= 2 for step in steps)
+        screenshot(browser, tmp_path, "serve-page-plan.png")
+        # A plan's service opens its details.
+        steps[0].find_element(By.CSS_SELECTOR, ".choice a").click()
+        wait_for(browser, "#details[data-service='hotels']")
+
+        # The same plan by its link, in a fresh page.
+        link = browser.current_url
+        browser.get(url + "/#/plan?q=" + quote(request))
+        assert len(wait_for(browser, "#plan").find_elements(By.CSS_SELECTOR, "li.step")) == 2
+        assert link
+
+
+def test_the_page_is_usable_400_px_wide(db_path, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    page_registry(db_path)
+    browser.set_window_size(400, 860)
+    with running_server(db_path, tmp_path / "home") as url:
+        browser.get(url + "/#/search?q=" + quote("weather forecast") + "&method=bm25")
+        wait_for(browser, "#results li[data-service]")
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+        for element_id in ("query", "method", "type", "k", "search-button", "plan-button"):
+            box = browser.find_element(By.ID, element_id).rect
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width, (element_id, box, width)
+        screenshot(browser, tmp_path, "serve-page-narrow.png")
 
 
 def test_the_page_asks_for_the_token_of_a_guarded_server(db_path, tmp_path, browser):

@@ -158,10 +158,10 @@ def _by_id(corpus: Corpus) -> dict[str, Service]:
 
 
 A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", A2XOptions, _a2x,
-                      engine="required", modes=MODES, cost="llm",
+                      engine="required", modes=MODES, cost="llm", tree=True,
                       cost_note="a few short prompts per query: one per tree level, then the selection")
 RESCUE_SPEC = MethodSpec("a2x+rescue", "A2X plus the hybrid top-k as one more candidate group", RescueOptions,
-                         _rescue, engine="required", modes=MODES, cost="llm",
+                         _rescue, engine="required", modes=MODES, cost="llm", tree=True,
                          cost_note="A2X's prompts plus one selection over the hybrid top-k")
 FULL_SPEC = MethodSpec("full", "the whole catalogue in one prompt; the model picks", LlmOptions, _full,
                        engine="required", modes=MODES, cost="llm-heavy",
