@@ -204,9 +204,12 @@ class _Problem:
     wrong: str = ""                  # the misspelt name, and the valid names in its place
     valid: tuple[str, ...] = ()
     table: bool = False              # a table name ([serch]) rather than a key
+    note: str = ""                   # what replaced a key that an earlier version read
 
     def suggestion(self) -> str:
         """`[serch]: did you mean [search]?`, or the valid names when none is close."""
+        if self.note:
+            return f"{self.wrong}: {self.note}"
         name = (lambda text: f"[{text}]") if self.table else str
         close = difflib.get_close_matches(self.wrong, self.valid, n=1, cutoff=0.6)
         if close:
@@ -230,11 +233,21 @@ def _entry_model(annotation: Any) -> type[BaseModel] | None:
     return _model_in(args[1]) if get_origin(annotation) is dict and len(args) == 2 else None
 
 
+# Keys earlier versions read, with what took their place: a config written for them gets told what to write now.
+RETIRED_KEYS = {
+    ("serve", "max_node_services"): "replaced by page_size (services per answer, default 20) and max_page (the most"
+                                    " a client may ask for, 200): browse answers are paged now",
+}
+
+
 def _unknown_keys(path: Path, where: str, table: Mapping[str, Any], model: type[BaseModel]) -> list[_Problem]:
     fields = {info.alias or name: info for name, info in model.model_fields.items()}
     problems = []
     for key, value in table.items():
-        if key not in fields:
+        if (where, key) in RETIRED_KEYS:
+            problems.append(_Problem(f"{path}: [{where}] {key} is no longer read", key,
+                                     note=RETIRED_KEYS[where, key]))
+        elif key not in fields:
             problems.append(_Problem(f"{path}: unknown key '{key}' in [{where}]", key, tuple(fields)))
         elif isinstance(value, Mapping) and (inner := _model_in(fields[key].annotation)):
             problems += _unknown_keys(path, f"{where}.{key}", value, inner)

@@ -129,3 +129,11 @@ def test_a_config_path_that_is_not_a_regular_file_is_refused_at_once(cli, regist
     result = cli("stats")
     assert result.code == 1 and str(path) in result.err and "hint:" in result.err
     assert ("not a regular file" in result.err) if special != "folder" else ("is a folder" in result.err)
+
+
+def test_a_key_an_earlier_version_read_says_what_replaced_it(cli, registry_db, home):
+    """A config written for an earlier version is not just 'unknown': the error says what to write now."""
+    write(home, "[serve]\nmax_node_services = 50\n")
+    result = cli("stats")
+    assert result.code == 1 and "[serve] max_node_services is no longer read" in result.err
+    assert "page_size" in result.err and "max_page" in result.err
