@@ -128,6 +128,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "sync",
     ],
     "search": [
+        "Background",
+        "DenseSimilarity",
         "Hit",
         "LabelledQuery",
         "MethodSpec",
@@ -142,6 +144,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "make_method",
         "method_names",
         "method_spec",
+        "open_similarity",
         "parse_option_pairs",
         "tree_search",
         "tune_fusion",

@@ -11,10 +11,13 @@ from a2x_local.search.methods import (
     parse_option_pairs,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
+from a2x_local.search.retrieval.similarity import Background, DenseSimilarity, open_similarity
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
+    "Background",
+    "DenseSimilarity",
     "Hit",
     "LabelledQuery",
     "MethodSpec",
@@ -29,6 +32,7 @@ __all__ = [
     "make_method",
     "method_names",
     "method_spec",
+    "open_similarity",
     "parse_option_pairs",
     "tree_search",
     "tune_fusion",
