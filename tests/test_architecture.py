@@ -141,6 +141,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "check_queries",
         "clear_fusion",
         "descend_tree",
+        "keyword_tokenizer",
         "make_method",
         "method_names",
         "method_spec",

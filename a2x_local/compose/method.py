@@ -39,6 +39,7 @@ class ComposeOptions(EngineOptions):
     alpha: float | None = Field(None, ge=0, le=1, description="weight of similarity against compatibility")
     candidates: int | None = Field(None, ge=1, description="candidates kept per step")
     max_steps: int | None = Field(None, ge=1, description="most steps per request")
+    rerank: bool | None = Field(None, description="listwise re-ranking of each step's candidates by the model")
 
 
 def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
@@ -95,7 +96,7 @@ def _compose(settings: Settings, db_path: Path, options: ComposeOptions,
         settings, db_path=db_path, engine=engine, engine_options=EngineOptions.of(**flags),
         method_options=options.model_extra, steps=options.steps_file, progress=progress,
         step_method=options.step_method, decomposer=options.decomposer, sad=options.sad, alpha=options.alpha,
-        candidates=options.candidates, max_steps=options.max_steps)
+        candidates=options.candidates, max_steps=options.max_steps, rerank=options.rerank)
     return ComposeSearch(composer)
 
 

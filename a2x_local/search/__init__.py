@@ -11,7 +11,7 @@ from a2x_local.search.methods import (
     parse_option_pairs,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
-from a2x_local.search.retrieval.similarity import Background, DenseSimilarity, open_similarity
+from a2x_local.search.retrieval.similarity import Background, DenseSimilarity, keyword_tokenizer, open_similarity
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
@@ -29,6 +29,7 @@ __all__ = [
     "check_queries",
     "clear_fusion",
     "descend_tree",
+    "keyword_tokenizer",
     "make_method",
     "method_names",
     "method_spec",

@@ -52,7 +52,7 @@ def _composer(rule=None, *, tokens: int = 0, **config) -> tuple[Composer, StepMe
     method = StepMethod(tokens)
     engine = ScriptedEngine(rule) if rule else None
     composer = Composer(config=settings, method=method, method_name="scripted", names=NAMES,
-                        profiles=profiles(SERVICES, None), decomposer="model" if rule else "rule",
+                        profiles=profiles(SERVICES, None)[0], decomposer="model" if rule else "rule",
                         model=ModelDecomposer(engine, settings) if engine else None, engine=engine)
     return composer, method, engine
 

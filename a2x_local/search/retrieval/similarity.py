@@ -11,7 +11,7 @@ dense search); an index that cannot give its vectors back (a GPU copy) has its r
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,3 +145,15 @@ def open_similarity(settings: Settings, db_path: Path, *, method: object = None,
     corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
     embedder, index, _ = ensure_dense(corpus, config, progress=progress)
     return DenseSimilarity(corpus, config, embedder, index)
+
+
+def keyword_tokenizer(settings: Settings) -> Callable[[Sequence[str]], list[list[str]]]:
+    """The words BM25 indexes a text by (identifiers split, stop words dropped, stemmed; CJK as character pairs),
+    for callers that compare texts by their words (compose's keyword co-occurrence)."""
+    from a2x_local.extras import check
+    from a2x_local.search.retrieval.bm25 import Bm25Tokenizer
+    from a2x_local.search.retrieval.config import retrieval_config
+    from a2x_local.search.retrieval.methods import BM25_NEEDS
+
+    check(*BM25_NEEDS, feature="compose's keyword compatibility")
+    return Bm25Tokenizer(retrieval_config(settings)).tokenize
