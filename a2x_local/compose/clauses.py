@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from a2x_local.compose.lexicon import (
     ADDITIVE,
@@ -104,11 +105,12 @@ def list_items(text: str) -> list[tuple[str, bool]]:
         return [(text, False)]
     cuts = [m.start() for m in found]
     bounds = [0, *cuts[1:], len(text)]
-    return [(text[a:b], True) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [(text[a:b], True) for a, b in pairwise(bounds)]
 
 
 # ---- level 2: sentences ---------------------------------------------------------------------------------------
-_ABBREVIATIONS = frozenset("e.g i.e mr mrs ms dr st vs etc inc ltd jr sr no approx a.m p.m u.s u.k fig mt ft co".split())
+_ABBREVIATIONS = frozenset("e.g i.e mr mrs ms dr st vs etc inc ltd jr sr no approx a.m p.m u.s u.k fig mt ft co"
+                           .split())
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[。！？!?；;]+|\n")
 
 
@@ -147,7 +149,8 @@ _EN_LEAD_CONDITION = re.compile(rf"^(?:and\s+|but\s+|then\s+)?(?P<kind>{_alterna
 _QUESTION_WHEN = re.compile(r"^when\s+(?:is|are|was|were|do|does|did|will|can|could|should|would)\b", re.I)
 _SHORT_CONDITIONS = re.compile(r"^(?:and\s+|but\s+)?(?:if|when)\s+(?:so|not|possible|needed|necessary|any|"
                                r"available|required|you\s+can|applicable)\b", re.IGNORECASE)
-_ZH_CONNECTOR = re.compile(rf"(?P<sep>[，,、]\s*)?(?P<conn>{'|'.join(sorted(ZH_ORDERED + ZH_ADDITIVE, key=len, reverse=True))})")
+_ZH_CONNECTORS = "|".join(sorted(ZH_ORDERED + ZH_ADDITIVE, key=len, reverse=True))
+_ZH_CONNECTOR = re.compile(rf"(?P<sep>[，,、]\s*)?(?P<conn>{_ZH_CONNECTORS})")
 _ZH_CONDITION = re.compile(rf"^(?:{'|'.join(ZH_CONDITIONS)})")
 _ZH_AFTER = re.compile(r"(?:以后|之后|后|的话)(?=\s*[，,]?\s*\S)")
 _ZH_COMMA = re.compile(r"[，,]\s*")

@@ -41,7 +41,8 @@ a an the my your our his her their its this that these those it them me him us s
 another one two three four five six ten up out down off back in on to for with there here
 """.split())
 # Complement takers: "check if", "find out whether", "tell me when" ask a question, they set no condition.
-COMPLEMENT_TAKERS = frozenset("check see verify confirm know ask wonder determine test decide remember learn out".split())
+COMPLEMENT_TAKERS = frozenset("check see verify confirm know ask wonder determine test decide remember learn out"
+                              .split())
 # Words that cannot open an imperative: a clause opening with one is a phrase ("In Paris, ...", "For my trip, ...").
 FUNCTION_WORDS = frozenset("""
 a an the this that these those my your our his her their its some any all each every no in on at for from to of by
@@ -89,7 +90,8 @@ ZH_VERBS = tuple(sorted(set("""
 预测 解析 解释 介绍 回答 邀请 联系 拨打 打电话 寄 付 退款 办理 续订 续费 更新 同步 部署 运行 启动 停止 测试 修复 清理
 下 关掉 打 订阅 评估 核对 确认 验证 填写 提交 审批 获取 抓取 爬取 收集 下单 充 存到 发到 发给 通知 挂号 点 点一份 叫一辆
 """.split()), key=len, reverse=True))
-ZH_OPENERS = ("帮我", "帮忙", "请你", "请", "给我", "替我", "为我", "麻烦", "顺便", "再", "也", "还", "并且", "并", "且",
+ZH_OPENERS = ("帮我", "帮忙", "请你", "请", "给我", "替我", "为我", "麻烦", "顺便", "再", "也", "还", "并且", "并",
+              "且",
               "然后", "接着", "之后", "另外", "同时")
 ZH_DISPOSAL = ("把", "将")
 ZH_ORDERED = ("然后", "接着", "之后", "随后", "最后", "再", "完了", "完成后", "其后")

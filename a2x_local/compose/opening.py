@@ -80,9 +80,8 @@ def _relevance(settings: Settings, db_path: Path, method: Any, config: ComposeCo
     return Relevance(similarity, confidence, probe_depth=config.candidates), None
 
 
-def _tokenizer(settings: Settings, config: ComposeConfig) -> Any:
-    if "keywords" not in config.signals:
-        return None
+def _tokenizer(settings: Settings) -> Any:
+    """BM25's words for keyword co-occurrence (None without the retrieval extra: the signal is then absent)."""
     try:
         return keyword_tokenizer(settings)
     except UserError:
@@ -136,7 +135,7 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
     if decomposer == "rule" and config.decomposer == "auto":
         notes.append("no model is installed, so the rule decomposer split the request (give --model to use one)")
     names = {service.id: service.name for service in services}
-    found, weights = profiles(services, tree, _tokenizer(settings, config))
+    found, weights = profiles(services, tree, _tokenizer(settings))
     reranker = Reranker(engine, depth=config.rerank_candidates, names=names,
                         descriptions={service.id: service.description for service in services},
                         temperature=config.temperature, seed=config.seed) if engine is not None else None

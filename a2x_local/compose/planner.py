@@ -291,6 +291,15 @@ class Composer:
                     notes=[*self.notes, *work.notes], error=error)
         return Planned(plan, assembly.rankings)
 
+    def variant(self, **overrides: Any) -> Composer:
+        """A composer like this one with other `[compose]` values (alpha, signals, probe, rerank, ...), sharing its
+        registry snapshot, step method, dense model and engine (closing it leaves them to this one)."""
+        config = type(self.config).model_validate({**self.config.model_dump(), **overrides})
+        return Composer(config=config, method=self.method, method_name=self.method_name, names=self.names,
+                        profiles=self.profiles, decomposer=self.decomposer, model=self.model, steps=self.steps_book,
+                        engine=self.engine, owns_engine=False, step_modes=self.step_modes, notes=self.notes,
+                        relevance=self.relevance, weights=self.scoring.weights, reranker=self.reranker)
+
     def describe(self) -> dict[str, Any]:
         """What makes two composers plan alike (recorded with evaluation runs)."""
         describe = getattr(self.method, "describe", None)
