@@ -8,7 +8,9 @@ how many standard deviations its cosine stands above that background. The retrie
 (``r + (1 - r) * (1 - alpha) * compatibility``: a choice that fits the plan is likelier right, one that does not is
 no likelier wrong, since unrelated steps have unrelated services). Below ``low_confidence`` a step is flagged.
 The registry probes of the rule decomposer use the same measure: a probe is confident when its best service's z
-reaches ``confidence_z``.
+reaches ``confidence_z``. A registry of fewer than `BACKGROUND_MIN` services cannot make a background of its own
+(with ten services no cosine stands three deviations out), so it is padded with service texts shipped in
+``background.txt`` (publicMCP servers), encoded once by the registry's model.
 """
 
 from __future__ import annotations
@@ -16,9 +18,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+
+import numpy as np
 
 from a2x_local.compose.rules import ProbeResult
 from a2x_local.search import DenseSimilarity
+
+BACKGROUND_MIN = 256    # services a background needs; smaller registries are padded from background.txt
+
+
+def background_texts() -> list[str]:
+    """The shipped background service texts (``name: description``, one a line)."""
+    text = (resources.files("a2x_local.compose") / "background.txt").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 @dataclass(frozen=True)
@@ -62,10 +76,16 @@ class Relevance:
     def model(self) -> str:
         return self.similarity.model
 
+    @cached_property
+    def padding(self) -> np.ndarray | None:
+        """Shipped service vectors that fill a small registry's background up to `BACKGROUND_MIN`."""
+        missing = BACKGROUND_MIN - self.similarity.size
+        return self.similarity.encode_passages(background_texts()[:missing]) if missing > 0 else None
+
     def probe(self, texts: Sequence[str]) -> list[ProbeResult]:
         """The best services of each text and whether the first stands out (the rule decomposer's question)."""
         tops = self.similarity.top(texts, self.probe_depth)
-        backgrounds = self.similarity.background(texts)
+        backgrounds = self.similarity.background(texts, self.padding)
         return [ProbeResult(tuple(service_id for service_id, _ in top),
                             bool(top) and background.z(top[0][1]) >= self.confidence.z)
                 for top, background in zip(tops, backgrounds, strict=True)]
@@ -75,6 +95,6 @@ class Relevance:
         if not texts:
             return []
         cosines = self.similarity.cosines(texts, ids)
-        backgrounds = self.similarity.background(texts)
+        backgrounds = self.similarity.background(texts, self.padding)
         return [[Evidence(value, None if value is None else round(background.z(value), 4)) for value in row]
                 for row, background in zip(cosines, backgrounds, strict=True)]

@@ -101,11 +101,22 @@ class DenseSimilarity:
             result.append([None if row is None else float(next(scores)) for row in rows])
         return result
 
-    def background(self, texts: Sequence[str]) -> list[Background]:
-        """Each text's mean and standard deviation of cosines over a fixed sample of the registry."""
+    @property
+    def size(self) -> int:
+        return len(self.index.ids)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Service-side vectors of texts that are not in the registry (the model's passage prefix applied)."""
+        return self.embedder.encode_passages(list(texts))
+
+    def background(self, texts: Sequence[str], extra: np.ndarray | None = None) -> list[Background]:
+        """Each text's mean and standard deviation of cosines over a fixed sample of the registry, and over
+        ``extra`` service vectors (a small registry's own services are too few to make a background)."""
         if not texts:
             return []
         sample = self._background_rows()
+        if extra is not None and len(extra):
+            sample = np.concatenate([sample, extra.astype(np.float32)])
         scores = self.encode(texts) @ sample.T
         return [Background(float(row.mean()), float(row.std())) for row in scores]
 
