@@ -54,8 +54,8 @@ Plan a task that needs several services, e.g. "change my flight to Friday, then 
 team". The request is split into steps (each needing one service), every step is searched, and one service is \
 chosen per step, with its alternatives, the dependencies between steps and the groups that can run in parallel. \
 Each step carries a confidence; low_confidence: true means the chosen service may not do what the step asks (the \
-first alternative is the runner-up): ask the user before running it. Use search_services instead for a single need. method: the search method of the steps (default: the server's \
-compose setting); k: candidates per step."""
+first alternative is the runner-up): ask the user before running it. Use search_services instead for a single \
+need. method: the search method of the steps (default: the server's compose setting); k: candidates per step."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 

@@ -160,7 +160,8 @@ class Similarity:
 
 
 COSINES = {("check seats", "seats"): 0.7, ("check seats", "refund"): 0.3, ("change the ticket", "change"): 0.8,
-           ("change the ticket", "refund"): 0.35, ("weather in Rome", "weather"): 0.45, ("weather in Rome", "hotel"): 0.2,
+           ("change the ticket", "refund"): 0.35, ("weather in Rome", "weather"): 0.45,
+           ("weather in Rome", "hotel"): 0.2,
            ("check seats and refund tickets", "refund"): 0.4, ("refund tickets", "refund"): 0.8,
            ("a hotel", "hotel"): 0.12}
 

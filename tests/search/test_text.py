@@ -29,10 +29,12 @@ def test_service_text_options() -> None:
 
 
 def test_a_skill_body_joins_the_text_when_asked() -> None:
-    skill = Service("skill/pdf", "skill", "pdf", "Work with PDF files.", {"body_excerpt": "# PDF\nMerge, split. " * 200})
+    body = "# PDF\nMerge, split. " * 200
+    skill = Service("skill/pdf", "skill", "pdf", "Work with PDF files.", {"body_excerpt": body})
     assert service_text(skill, TextOptions()) == "pdf: Work with PDF files."
     with_body = service_text(skill, TextOptions(body=True))
-    assert with_body.startswith("pdf: Work with PDF files.\n# PDF") and len(with_body) == len("pdf: Work with PDF files.\n") + 2000
+    head = "pdf: Work with PDF files.\n"
+    assert with_body.startswith(head + "# PDF") and len(with_body) == len(head) + 2000
     plain = Service("p", "generic", "ping", "Check a host.")
     assert service_text(plain, TextOptions(body=True)) == "ping: Check a host."
     assert TextOptions(body=True).key() != TextOptions().key()
