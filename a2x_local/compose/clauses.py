@@ -92,9 +92,10 @@ def list_items(text: str) -> list[tuple[str, bool]]:
     if len(marked) >= 2:
         starts = [0] if marked[0] else []
         starts += marked
-        items = ["\n".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+        ends = [*starts[1:], len(lines)]
+        items = ["\n".join(lines[a:b]) + ("\n" if b < len(lines) else "") for a, b in zip(starts, ends, strict=True)]
         if marked[0]:   # the lead-in lines join the first item
-            items = [items[0] + "\n" + items[1], *items[2:]]
+            items = [items[0] + items[1], *items[2:]]
         numbered = bool(re.match(r"\s*(?:\d|[(（]|[一二三四五六七八九十]|[\u2460-\u2473])", lines[marked[0]]))
         return [(item, numbered) for item in items]
     found: list[re.Match[str]] = []

@@ -53,7 +53,8 @@ _MARKER = re.compile(r"^\s*(?:[-*•·▪◦–]\s*|[(（]?\d{1,2}[.)）、:．]
 
 def task_text(text: str) -> str:
     """A piece as a step's task: spaces collapsed, separators at either end removed (its words all kept)."""
-    return " ".join(text.split()).strip(" ,;:，；：、")
+    collapsed = " ".join(text.split())
+    return collapsed.strip(" ,;:，；：、") or collapsed
 
 
 def search_text(task: str) -> str:
