@@ -24,7 +24,7 @@ adjust aggregate alert announce answer append apply approve archive arrange assi
 call capture categorise categorize chart check clean clear clone close collect comment compile complete confirm
 connect contact copy count crawl debug decode decrypt define deliver deploy design detect dictate disable download
 draft draw edit email enable encode encrypt estimate explore export file fill film fix flag follow forecast format
-forward gather grab hire import inform insert label launch learn list lock log lookup manage map mark measure merge
+forward gather grab hire import inform insert label launch list lock log lookup manage map mark measure merge
 message migrate modify monitor move mute note open order organise organize paste pause pay ping plan play plot post
 predict prepare print publish query rate read record refresh register reject renew rent reply request reschedule
 respond restart restore retweet review revert route run save scan schedule score search see set share ship sign sort
@@ -125,6 +125,23 @@ def _strip_openers(tokens: list[str]) -> list[str]:
     return tokens[index:]
 
 
+_WISH = re.compile(r"^(?:i|we)\s+(?:also\s+|really\s+|still\s+)?(?:need|want|would\s+(?:also\s+)?like|'d\s+like|"
+                   r"’d\s+like|am\s+looking\s+for|'m\s+looking\s+for|have\s+to|must|require)\b|^(?:i'd|i’d)\s+", re.I)
+_ALSO = frozenset("also too additionally another".split())
+
+
+def wish_without_action(text: str) -> bool:
+    """A first-person wish that names no action and adds nothing ("I need a sleeper berth.", "I would like it in
+    English."): a constraint on the step before, not a step. "I also need a taxi" and "I need to book a taxi" are
+    steps."""
+    tokens = _strip_openers(words(text))
+    if not _WISH.match(" ".join(tokens)):
+        return False
+    rest = tokens[2:]
+    return not any(t in ACTION_WORDS for t in rest) and not any(t in _ALSO for t in tokens) and "as well" not in (
+        " ".join(tokens))
+
+
 def english_action(text: str) -> str | None:
     """How an English clause opens: "verb" (an action verb), "homograph" (a verb or a noun, undecided), "request"
     (a first-person or polite request), or None (a noun phrase, a name, a context)."""
@@ -133,8 +150,8 @@ def english_action(text: str) -> str | None:
         return None
     first = tokens[0]
     following = tokens[1] if len(tokens) > 1 else ""
-    if first in ("i", "we", "you") and following in ("need", "want", "would", "must", "have", "should", "also"):
-        return "request"
+    if _WISH.match(" ".join(tokens)) or (first == "you" and following in ("need", "should", "must")):
+        return None if wish_without_action(text) else "request"
     if first in ("i'd", "i’d", "let", "help") or (first == "can" and following == "you"):
         return "request"
     if first in VERBS or (first in HOMOGRAPHS and following in DETERMINERS):
@@ -187,7 +204,7 @@ def is_request(sentence: str) -> bool:
         stripped = text.strip(" 。.！!")
         return chinese_action(stripped) or bool(ZH_REQUEST.search(stripped))
     tokens = _strip_openers(words(text))
-    if not tokens:
+    if not tokens or wish_without_action(text):
         return False
     return (tokens[0] in ACTION_WORDS or bool(REQUEST_OPENERS.match(" ".join(tokens))) or text.endswith("?")
             or bool(REQUEST_ANYWHERE.search(text)))

@@ -7,7 +7,8 @@
   a condition on an earlier step's result ("..., and if it is below 200 dollars, buy") joins what it conditions,
   which then depends on that earlier step. Nothing is lost either way: the condition's words stay in a step;
 - a "soft" piece (an action after "and" or a comma, a request sentence) stays a step unless the registry finds the
-  same best service for it and the piece before (one service does both, so it is one need);
+  same best service for it and the piece before (one service does both, so it is one need), or it points back at
+  the piece before and finds no confident service of its own (a restatement: "Can you get it for me?");
 - an "undecided" piece (a verb-or-noun word after "and": "... and book flights") is a step only when the registry
   says so: each side's best service stands out from the background (a confident match), the two differ, and the
   whole request's top candidates do not already hold both. Without a registry it joins the piece before;
@@ -184,8 +185,8 @@ class Draft:
         right = answers.get(search_text(task_text(unit.text)))
         if left is None or right is None or not left.top or not right.top:
             return unit.joint == "soft"
-        if unit.joint == "soft":
-            return left.top[0] != right.top[0]
+        if unit.joint == "soft":   # one service for both, or a restatement ("Can you get it for me?"): one step
+            return left.top[0] != right.top[0] and (right.confident or not unit.ordered)
         whole = answers.get(self.request)
         covered = whole is not None and left.top[0] in whole.top and right.top[0] in whole.top
         return left.confident and right.confident and left.top[0] != right.top[0] and not covered
