@@ -24,8 +24,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from a2x_local.compose.clauses import Piece, normalise, pieces, substantial_condition
+from a2x_local.compose.clauses import Piece, pieces, substantial_condition
 from a2x_local.compose.lexicon import ADDITIVE, ORDERED, ZH_ADDITIVE, ZH_ORDERED, is_cjk, size
+from a2x_local.compose.segments import normalise
 from a2x_local.compose.types import Step
 
 MIN_SIZE = 2            # words (or CJK characters, MIN_CJK_SIZE) a piece needs to be searched on its own
