@@ -52,7 +52,7 @@ where why how is are was were be been am do does did has have had will would can
 very today tomorrow tonight yesterday now hi hello hey thanks thank dear yes ok okay
 """.split())
 # Words that point back at an earlier result: a clause holding one depends on the step before it.
-ANAPHORS = frozenset("it them its their there that those these result results output summary same".split())
+ANAPHORS = frozenset("it them its their there that those these both result results output summary same".split())
 # Words a request sentence opens with besides an action verb (a question, a polite or first-person request).
 REQUEST_OPENERS = re.compile(
     r"^(?:please|pls|kindly|can|could|would|will|may|what|which|where|when|who|whom|whose|how|why|is|are|do|does|"
