@@ -92,6 +92,8 @@ def test_context_sentences_join_their_step_and_lists_keep_their_lead_in() -> Non
         ("Also, book a train from Tokyo.", [])]
     assert _tasks("Please do the following: 1. back up my photos 2. delete the duplicates") == [
         ("Please do the following: 1. back up my photos", []), ("2. delete the duplicates", ["s1"])]
+    assert len(rule_steps("Find me a hotel in Rome. I'd like a room with a sea view.", 6)) == 1   # a wish, no action
+    assert len(rule_steps("Find three papers on Arxiv. I would also like the weather in Oslo.", 6)) == 2   # "also"
     assert _tasks("- book a taxi\n- buy a train ticket to Lyon") == [
         ("- book a taxi", []), ("- buy a train ticket to Lyon", [])]       # bullets set no order
 
