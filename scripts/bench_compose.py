@@ -269,10 +269,11 @@ def toolret_section(settings: Settings, db: Path, queries: Sequence[Query]) -> d
                       "met": drop <= MAX_SINGLE_DROP_POINTS and gain > 0}}
 
 
-def steps_section(settings: Settings, db: Path, path: Path, categories: Mapping[str, frozenset[str]] | None,
-                  flat_name: str = "flat_hybrid") -> dict[str, Any]:
-    queries = load_queries(path)
-    sets = {entry["id"]: entry.get("set", "all") for entry in json.loads(path.read_text(encoding="utf-8"))}
+def steps_section(settings: Settings, db: Path, paths: Sequence[Path],
+                  categories: Mapping[str, frozenset[str]] | None, flat_name: str = "flat_hybrid") -> dict[str, Any]:
+    queries = [query for path in paths for query in load_queries(path)]
+    sets = {entry["id"]: entry.get("set", "all") for path in paths
+            for entry in json.loads(path.read_text(encoding="utf-8"))}
     flat, _ = flat_rankings(make_method("hybrid", settings, db), queries)
     runs: list[dict[str, Any]] = [{"run": flat_name, **by_set(queries, sets, flat, None, None)}]
     with open_composer(settings, db_path=db, decomposer="rule") as composer:
@@ -282,7 +283,8 @@ def steps_section(settings: Settings, db: Path, path: Path, categories: Mapping[
             runs.append({"run": name, **by_set(queries, sets, rankings_of(plans), plans, categories),
                          "confidence": confidence_numbers(plans), "ms_per_query": round(1000 * seconds, 1)})
     compose, flat_all = runs[1], runs[0]
-    return {"file": str(path.relative_to(DATA.parent)) if path.is_relative_to(DATA.parent) else str(path),
+    return {"files": [str(path.relative_to(DATA.parent)) if path.is_relative_to(DATA.parent) else str(path)
+                      for path in paths],
             "queries": len(queries), "runs": runs,
             "gain_step_comp@10": {name: round(compose[name]["step_comp@10"] - flat_all[name]["step_comp@10"], 1)
                                   for name in compose if isinstance(compose[name], dict) and name in flat_all}}
@@ -381,12 +383,13 @@ def main() -> None:
         if "toolret" in wanted:
             report["toolret"] = toolret_section(toolret, toolret_db, queries)
         if "toolret_steps" in wanted:
-            report["toolret_steps"] = steps_section(toolret, toolret_db, args.data / "compose" / "toolret_steps.json",
+            report["toolret_steps"] = steps_section(toolret, toolret_db, [args.data / "compose" / "toolret_steps.json"],
                                                     categories)
         if "publicmcp" in wanted:
             mcp_db = registry_db(folder, "publicmcp", [args.data / "publicmcp" / "services.json"])
             report["publicmcp"] = steps_section(load_settings(db=mcp_db), mcp_db,
-                                                args.data / "compose" / "publicmcp_steps.json", None)
+                                                [args.data / "compose" / "publicmcp_steps.json",
+                                                 args.data / "compose" / "publicmcp_steps_test2.json"], None)
         if "confidence" in wanted:
             report["confidence"] = confidence_section(toolret, toolret_db, queries)
         if "skills" in wanted:

@@ -52,7 +52,14 @@ where why how is are was were be been am do does did has have had will would can
 very today tomorrow tonight yesterday now hi hello hey thanks thank dear yes ok okay
 """.split())
 # Words that point back at an earlier result: a clause holding one depends on the step before it.
-ANAPHORS = frozenset("it them its their there that those these both result results output summary same".split())
+ANAPHORS = frozenset("it them its their there those these both".split())
+_BACK = re.compile(r"\bthe\s+(?:result|results|output|summary|same|list|file|answer|amount|data)\b", re.IGNORECASE)
+# Objects that show an unknown word before them is an imperative ("and redeploy the frontend", "and load it").
+OBJECTS = frozenset("a an the my your our his her their its this these those it them me him us some all each every"
+                    .split())
+# Verbs that say little on their own: a clause of these, pronouns and function words restates the one before.
+GENERIC_VERBS = frozenset("get do make find show give tell help pull bring take put let provide fetch send check"
+                          .split())
 # Words a request sentence opens with besides an action verb (a question, a polite or first-person request).
 REQUEST_OPENERS = re.compile(
     r"^(?:please|pls|kindly|can|could|would|will|may|what|which|where|when|who|whom|whose|how|why|is|are|do|does|"
@@ -154,9 +161,24 @@ def english_action(text: str) -> str | None:
         return None if wish_without_action(text) else "request"
     if first in ("i'd", "i’d", "let", "help") or (first == "can" and following == "you"):
         return "request"
-    if first in VERBS or (first in HOMOGRAPHS and following in DETERMINERS):
+    if first in VERBS or (first in HOMOGRAPHS and following in DETERMINERS) or _unknown_imperative(first, following):
         return "verb"
     return "homograph" if first in HOMOGRAPHS else None
+
+
+def _unknown_imperative(first: str, following: str) -> bool:
+    """A word the lexicon lacks, in base form, with an object after it: an imperative ("redeploy the frontend",
+    "page the on-call engineer", "load it"). Plurals, participles and adverbs are not ("gyms the kids love")."""
+    return (following in OBJECTS and first.isalpha() and len(first) > 2 and first not in FUNCTION_WORDS
+            and first not in DETERMINERS and not first.endswith(("ing", "ed", "ly"))
+            and not (first.endswith("s") and not first.endswith("ss")))
+
+
+def restates(text: str) -> bool:
+    """A clause that says almost nothing of its own besides pointing back ("Can you get it for me?")."""
+    own = [t for t in _strip_openers(words(text)) if t not in FUNCTION_WORDS and t not in GENERIC_VERBS
+           and t not in ANAPHORS and t not in ("can", "could", "please", "would", "up")]
+    return refers_back(text) and len(own) < 2
 
 
 def english_has_action(text: str) -> bool:
@@ -207,11 +229,12 @@ def is_request(sentence: str) -> bool:
     if not tokens or wish_without_action(text):
         return False
     return (tokens[0] in ACTION_WORDS or bool(REQUEST_OPENERS.match(" ".join(tokens))) or text.endswith("?")
-            or bool(REQUEST_ANYWHERE.search(text)))
+            or bool(REQUEST_ANYWHERE.search(text))
+            or _unknown_imperative(tokens[0], tokens[1] if len(tokens) > 1 else ""))
 
 
 def refers_back(text: str) -> bool:
     """Whether a clause points at an earlier result ("send it", "translate them", "把它", "结果")."""
     if is_cjk(text):
         return any(mark in text for mark in ("它", "其", "结果", "这些", "那些", "过去", "该"))
-    return any(token in ANAPHORS for token in words(text))
+    return any(token in ANAPHORS for token in words(text)) or bool(_BACK.search(text))

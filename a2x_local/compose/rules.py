@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from a2x_local.compose.clauses import Piece, pieces, substantial_condition
-from a2x_local.compose.lexicon import ADDITIVE, ORDERED, ZH_ADDITIVE, ZH_ORDERED, is_cjk, size
+from a2x_local.compose.lexicon import ADDITIVE, ORDERED, ZH_ADDITIVE, ZH_ORDERED, is_cjk, restates, size
 from a2x_local.compose.segments import normalise
 from a2x_local.compose.types import Step
 
@@ -79,6 +79,10 @@ class _Unit:
     text: str
     joint: str
     ordered: bool
+
+    @property
+    def restatement(self) -> bool:
+        return restates(search_text(task_text(self.text)))
 
 
 def _attach_context(found: Sequence[Piece]) -> list[Piece]:
@@ -187,7 +191,7 @@ class Draft:
         if left is None or right is None or not left.top or not right.top:
             return unit.joint == "soft"
         if unit.joint == "soft":   # one service for both, or a restatement ("Can you get it for me?"): one step
-            return left.top[0] != right.top[0] and (right.confident or not unit.ordered)
+            return left.top[0] != right.top[0] and (right.confident or not unit.restatement)
         whole = answers.get(self.request)
         covered = whole is not None and left.top[0] in whole.top and right.top[0] in whole.top
         return left.confident and right.confident and left.top[0] != right.top[0] and not covered
