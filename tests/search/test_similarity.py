@@ -26,17 +26,23 @@ def test_cosines_backgrounds_and_top(registry_db: Path) -> None:
 
 
 def test_query_vectors_are_kept_between_calls(registry_db: Path, monkeypatch) -> None:
+    """The embedder keeps recent query vectors: a step searched by hybrid, then probed and scored, is encoded once."""
     settings = load_settings(db=registry_db)
-    similarity = open_similarity(settings, registry_db)
+    hybrid = make_method("hybrid", settings, registry_db)
+    similarity = open_similarity(settings, registry_db, method=hybrid)
+    model = similarity.embedder.model
     encoded: list[list[str]] = []
-    original = similarity.embedder.encode_queries
+    original = model.encode
 
-    def counting(texts):
-        encoded.append(list(texts))
-        return original(texts)
+    def counting(texts, **options):
+        if options.get("query"):
+            encoded.append(list(texts))
+        return original(texts, **options)
 
-    monkeypatch.setattr(similarity.embedder, "encode_queries", counting)
+    monkeypatch.setattr(model, "encode", counting)
+    first = hybrid.retrieve(["book a hotel", "send mail"], 3)
     similarity.cosines(["book a hotel", "send mail"], [["hotels"], ["email"]])
     similarity.background(["book a hotel"])
     similarity.top(["send mail", "book a hotel", "new text"], 2)
     assert encoded == [["book a hotel", "send mail"], ["new text"]]
+    assert hybrid.retrieve(["book a hotel", "send mail"], 3) == first           # kept vectors, same answers

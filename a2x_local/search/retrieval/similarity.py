@@ -10,7 +10,6 @@ dense search); an index that cannot give its vectors back (a GPU copy) has its r
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,6 @@ from a2x_local.search.retrieval.dense import DenseIndex, Embedder
 from a2x_local.settings import Settings
 
 BACKGROUND_SAMPLE = 4096   # services whose cosines make a text's background (all of a smaller registry)
-ENCODED_KEPT = 4096        # query vectors kept, so a plan's probes, cosines and backgrounds encode a text once
 _SEED = 20240917
 
 
@@ -52,25 +50,15 @@ class DenseSimilarity:
         self.rows = {service_id: row for row, service_id in enumerate(index.ids)}
         self._vectors: dict[int, np.ndarray] = {}
         self._sample: np.ndarray | None = None
-        self._encoded: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
     def model(self) -> str:
         return self.embedder.spec
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors (normalised, the model's query prefix applied); the most recent texts' are kept, since
-        compose asks about the same step texts several times."""
-        fresh = [text for text in dict.fromkeys(texts) if text not in self._encoded]
-        if fresh:
-            for text, vector in zip(fresh, self.embedder.encode_queries(fresh), strict=True):
-                self._encoded[text] = vector
-        for text in texts:
-            self._encoded.move_to_end(text)
-        result = np.stack([self._encoded[text] for text in texts]) if texts else np.zeros((0, 1), np.float32)
-        while len(self._encoded) > ENCODED_KEPT:
-            self._encoded.popitem(last=False)
-        return result
+        """Query vectors (normalised, the model's query prefix applied); the embedder keeps the recent ones, so a
+        step searched, probed and scored is encoded once."""
+        return self.embedder.encode_queries(list(texts)) if texts else np.zeros((0, 1), np.float32)
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
         """Service vectors of index rows, read back from the index (kept for later calls)."""
