@@ -38,7 +38,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from a2x_local.compose import open_composer
-from a2x_local.compose.assemble import merged_ranking
 from a2x_local.compose.planner import Composer, Planned
 from a2x_local.db import connect
 from a2x_local.errors import UserError
@@ -210,7 +209,7 @@ def reference_numbers(queries: Sequence[Query], rankings: Sequence[Sequence[str]
 
 
 def rankings_of(plans: Sequence[Planned]) -> list[list[str]]:
-    return [merged_ranking(p.plan.services, p.rankings, DEPTH) for p in plans]
+    return [p.ranking(DEPTH) for p in plans]
 
 
 def cost(composer: Composer, plans: Sequence[Planned], seconds: float) -> dict[str, Any]:

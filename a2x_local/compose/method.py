@@ -46,8 +46,7 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
     """A plan as a ranked search answer; the trace carries what evaluation scores about the decomposition."""
     plan = planned.plan
     kept = [[c.id for c in ([step.choice] if step.choice else []) + step.alternatives] for step in plan.steps]
-    ranking = merged_ranking(plan.services, planned.rankings if depth else kept,
-                             depth or sum(len(ids) for ids in kept))
+    ranking = planned.ranking(depth) if depth else merged_ranking(plan.services, kept, sum(len(ids) for ids in kept))
     trace = {"method": "compose", "decomposer": plan.decomposer,
              "compose": {"steps": len(plan.steps), "services": list(plan.services),
                          "step_rankings": [ids[:RANKINGS_KEPT] for ids in planned.rankings],

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2x_local.compose.assemble import Retrieved, Scoring, assemble
+from a2x_local.compose.assemble import Retrieved, Scoring, assemble, merged_ranking
 from a2x_local.compose.compatibility import KeywordWeights, Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import Ledger, ModelDecomposer, prompt_hash
@@ -31,10 +31,18 @@ from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_qu
 
 @dataclass
 class Planned:
-    """A plan and the per-step rankings behind it (deeper than the candidates a plan keeps), for ranked answers."""
+    """A plan and the per-step rankings behind it (deeper than the candidates a plan keeps), for ranked answers;
+    ``whole`` is the ranking of the request as a whole (searched for plans of several steps)."""
 
     plan: Plan
     rankings: list[list[str]]
+    whole: list[str] = field(default_factory=list)
+
+    def ranking(self, depth: int) -> list[str]:
+        """The plan as one ranked answer: the chosen services first, then every step's ranking and the whole
+        request's taken in turns. The whole request is one more view of its needs: it finds what a step's words
+        alone miss ("... and then check what it will do to our AWS bill")."""
+        return merged_ranking(self.plan.services, [*self.rankings, *([self.whole] if self.whole else [])], depth)
 
 
 @dataclass
@@ -158,7 +166,7 @@ class Composer:
         works = [_Work(request, []) for request in requests]
         self._decompose(works)
         search = StepSearch(self.method, mode)
-        search.run([work.queries() for work in works], depth, works)
+        search.run([self._texts(work) for work in works], depth, works)
         if run_sad:
             self._sad(works, search, depth)
         else:
@@ -225,7 +233,7 @@ class Composer:
                 work.notes += outcome.repairs
                 work.sad.rounds.append(SadRound(round=number, hints=names, steps=outcome.steps, kept=True))
                 trying.append(work)
-            search.run([work.queries() for work in trying], depth, trying)
+            search.run([self._texts(work) for work in trying], depth, trying)
             still = []
             for work in trying:
                 new = hint_ids(search.rankings(work), self.config.sad_hints)
@@ -237,6 +245,13 @@ class Composer:
                 else:
                     still.append(work)
             active = still
+
+    def _texts(self, work: _Work) -> list[str]:
+        """What to search for a request: its steps, and for a plan of several steps the whole request too, for its
+        ranked answer (`Planned.ranking`); the latter only with a retrieval step method, where one more text in the
+        batch is nearly free (an LLM method would pay a descent for it)."""
+        whole = [work.request] if len(work.steps) > 1 and not self.step_modes else []
+        return [*work.queries(), *whole]
 
     def _rerank(self, works: Sequence[_Work], search: StepSearch) -> None:
         """Every step of every request re-ranked by the model in one engine call (listwise, constrained)."""
@@ -289,7 +304,8 @@ class Composer:
                     prompt_tokens=work.ledger.prompt_tokens, completion_tokens=work.ledger.completion_tokens,
                     calls=work.ledger.calls, rounds=work.ledger.rounds, seconds=round(seconds, 6),
                     notes=[*self.notes, *work.notes], error=error)
-        return Planned(plan, assembly.rankings)
+        whole = search.seen[work.request].ids if len(queries) > 1 and work.request in search.seen else []
+        return Planned(plan, assembly.rankings, whole)
 
     def variant(self, **overrides: Any) -> Composer:
         """A composer like this one with other `[compose]` values (alpha, signals, probe, rerank, ...), sharing its

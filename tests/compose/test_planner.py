@@ -26,7 +26,7 @@ SERVICES = [Service(sid, "generic", name, f"{name} service") for sid, name in [
 NAMES = {s.id: s.name for s in SERVICES}
 TABLE = {"check seats": ["seats", "refund"], "change the ticket": ["change", "refund"],
          "check seats then change the ticket": ["refund", "seats", "change"],
-         "weather in Rome": ["weather", "hotel"], "a hotel": ["hotel"]}
+         "weather in Rome": ["weather", "hotel"], "a hotel": ["hotel"], "check seats; change the ticket": ["weather"]}
 
 
 class StepMethod:
@@ -63,12 +63,23 @@ def _composer(rule=None, *, tokens: int = 0, **config) -> tuple[Composer, StepMe
 def test_rules_one_step_searches_the_request_itself_and_all_steps_go_in_one_batch() -> None:
     composer, method, _ = _composer()
     plans = composer.plan(["weather in Rome", "check seats, then change the ticket", "weather in Rome"], k=2)
-    assert method.batches == [["weather in Rome", "check seats", "change the ticket"]]   # each text once
+    # each text once; the two-step request itself too, for its ranked answer
+    assert method.batches == [["weather in Rome", "check seats", "change the ticket",
+                               "check seats, then change the ticket"]]
     single, double, _ = plans
     assert [s.query for s in single.steps] == ["weather in Rome"] and single.services == ["weather"]
     assert double.services == ["seats", "change"] and double.groups == [["s1"], ["s2"]]
     assert double.decomposer == "rule" and not double.sad.applied and "model decomposer" in double.sad.reason
     assert [c.id for c in double.steps[0].alternatives] == ["refund"]
+
+
+def test_the_ranked_answer_takes_the_whole_request_in_turn() -> None:
+    composer, _, _ = _composer()
+    [planned] = composer.plan_ranked(["check seats; change the ticket"], k=2, depth=5)
+    assert planned.whole == ["weather"] and planned.rankings == [["seats", "refund"], ["change", "refund"]]
+    assert planned.ranking(5) == ["seats", "change", "weather", "refund"]     # rank 1 of each, then rank 2
+    [single] = composer.plan_ranked(["weather in Rome"], k=2, depth=5)
+    assert single.whole == [] and single.ranking(5) == ["weather", "hotel"]
 
 
 def test_sad_redecomposes_with_hints_in_one_call_per_round() -> None:
@@ -129,7 +140,7 @@ def test_a_failed_decomposition_searches_the_request_whole() -> None:
 def test_costs_add_the_step_method_and_bad_requests_are_refused() -> None:
     composer, _, _ = _composer(tokens=7)
     plan = composer.plan(["check seats, then change the ticket"])[0]
-    assert (plan.prompt_tokens, plan.calls) == (14, 2)
+    assert (plan.prompt_tokens, plan.calls) == (21, 3)        # two steps and the request whole
     with pytest.raises(UserError, match="query is empty"):
         composer.plan(["ok", " "])
     with pytest.raises(UserError, match="accepts the modes: none"):
