@@ -128,7 +128,6 @@ PUBLIC_API: dict[str, list[str]] = {
         "sync",
     ],
     "search": [
-        "Background",
         "DenseSimilarity",
         "Hit",
         "LabelledQuery",

@@ -11,12 +11,11 @@ from a2x_local.search.methods import (
     parse_option_pairs,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
-from a2x_local.search.retrieval.similarity import Background, DenseSimilarity, keyword_tokenizer, open_similarity
+from a2x_local.search.retrieval.similarity import DenseSimilarity, keyword_tokenizer, open_similarity
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 __all__ = [
-    "Background",
     "DenseSimilarity",
     "Hit",
     "LabelledQuery",

@@ -17,7 +17,7 @@ from a2x_local.errors import UserError
 from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from a2x_local.registry import Service
-from a2x_local.search import Background
+from a2x_local.search.retrieval.similarity import Background
 from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
 
 SERVICES = [Service(sid, "generic", name, f"{name} service") for sid, name in [
