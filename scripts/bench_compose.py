@@ -342,7 +342,7 @@ def tiny_engine(folder: Path) -> Any:
 def rerank_section(settings: Settings, db: Path, queries: Sequence[Query], engine: Any, label: str,
                    categories: Mapping[str, frozenset[str]] | None) -> dict[str, Any]:
     runs = []
-    with open_composer(settings, db_path=db, engine=engine, decomposer="rule",
+    with open_composer(settings, db_path=db, engine=engine, decomposer="rule", rerank=True,
                        rerank_candidates=5 if label == "tiny" else 10) as composer:
         for rerank in (False, True):
             started = time.perf_counter()

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from a2x_local.compose.compatibility import SIGNALS
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.settings import SectionConfig
 
 DecomposerName = Literal["auto", "model", "rule"]
 DECOMPOSERS: tuple[str, ...] = ("auto", "model", "rule")
@@ -23,6 +23,7 @@ class ComposeConfig(SectionConfig):
     max_steps: int = Field(ge=1, le=20)
     step_chars: int = Field(ge=20)
     request_chars: int = Field(ge=50)
+    max_steps_file_bytes: int = Field(ge=1024)
     step_method: str
     candidates: int = Field(ge=1, le=100)
     alpha: float = Field(ge=0, le=1)
@@ -41,7 +42,6 @@ class ComposeConfig(SectionConfig):
     temperature: float = Field(ge=0)
     seed: int
 
-
     @field_validator("signals")
     @classmethod
     def _known_signals(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -50,7 +50,3 @@ class ComposeConfig(SectionConfig):
             raise ValueError(f"unknown compatibility signals {unknown}; choose from {list(SIGNALS)}")
         return tuple(dict.fromkeys(value))
 
-
-def compose_config(settings: Settings, **overrides: object) -> ComposeConfig:
-    """The `[compose]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    return ComposeConfig.from_settings(settings, **overrides)

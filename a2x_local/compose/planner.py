@@ -16,7 +16,7 @@ from typing import Any
 from a2x_local.compose.assemble import Retrieved, Scoring, assemble, merged_ranking
 from a2x_local.compose.compatibility import KeywordWeights, Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
-from a2x_local.compose.decompose import Ledger, ModelDecomposer, prompt_hash
+from a2x_local.compose.decompose import ModelDecomposer, prompt_hash
 from a2x_local.compose.relevance import Confidence, Evidence, Relevance
 from a2x_local.compose.rerank import Reranker, RerankItem
 from a2x_local.compose.rerank import prompt_hash as rerank_prompt_hash
@@ -24,9 +24,10 @@ from a2x_local.compose.rules import rule_draft, search_text
 from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
+from a2x_local.costs import AnswerCost
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine
-from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_mode, check_queries
 
 
 @dataclass
@@ -51,7 +52,7 @@ class _Work:
 
     request: str
     steps: list[Step]
-    ledger: Ledger = field(default_factory=Ledger)
+    ledger: AnswerCost = field(default_factory=AnswerCost)
     notes: list[str] = field(default_factory=list)
     failed: bool = False     # the model's decomposition never validated: searched as one step
     sad: SadReport = field(default_factory=lambda: SadReport(applied=False))
@@ -83,9 +84,7 @@ class StepSearch:
         for work, texts in zip(works, texts_by_work, strict=True):
             mine = {text: answers.pop(text) for text in dict.fromkeys(texts) if text in answers}
             # The steps of one request were searched together: its rounds are the deepest search's, not the sum.
-            found = list(mine.values())
-            work.ledger.add(sum(a.prompt_tokens for a in found), sum(a.completion_tokens for a in found),
-                            sum(a.calls for a in found), max((a.rounds for a in found), default=0))
+            work.ledger.add(AnswerCost.side_by_side(mine.values()))
             self.seen.update(mine)
 
     def retrieved(self, text: str, order: list[str] | None = None) -> Retrieved:
@@ -146,10 +145,7 @@ class Composer:
         if not requests:
             return []
         check_queries(requests)
-        if mode is not None and mode not in self.step_modes:
-            accepted = ", ".join(self.step_modes) or "none (it has no modes)"
-            raise UserError(f"step method '{self.method_name}' accepts the modes: {accepted}",
-                            hint="leave out the mode, or pick an LLM step method such as a2x")
+        check_mode(self.method_name, self.step_modes, mode, role="step method")
         if self.steps_book is not None:
             self.steps_book.check_covers(requests)
         started = time.perf_counter()
@@ -264,7 +260,9 @@ class Composer:
                 owners.append((work, index))
         for (work, index), outcome in zip(owners, self.reranker.rerank(items), strict=True):
             work.orders[index] = outcome.order
-            work.ledger.add(outcome.prompt_tokens, outcome.completion_tokens, outcome.attempts, 0)
+            # Side by side with the other steps' lists: the round is counted once per request below.
+            work.ledger.add(AnswerCost(calls=outcome.attempts, prompt_tokens=outcome.prompt_tokens,
+                                       completion_tokens=outcome.completion_tokens))
             if outcome.attempts and outcome.order is None:
                 work.notes.append(f"re-ranking step s{index + 1} failed; its retrieval order was kept")
         for work in works:
@@ -301,9 +299,8 @@ class Composer:
         error = f"step search failed: {errors[0]}" if errors and len(errors) == len(queries) else None
         plan = Plan(request=work.request, decomposer=self.label, method=self.method_name, steps=assembly.steps,
                     edges=assembly.edges, groups=assembly.groups, services=assembly.services, sad=work.sad,
-                    prompt_tokens=work.ledger.prompt_tokens, completion_tokens=work.ledger.completion_tokens,
-                    calls=work.ledger.calls, rounds=work.ledger.rounds, seconds=round(seconds, 6),
-                    notes=[*self.notes, *work.notes], error=error)
+                    seconds=round(seconds, 6), notes=[*self.notes, *work.notes], error=error,
+                    **work.ledger.cost_values())
         whole = search.seen[work.request].ids if len(queries) > 1 and work.request in search.seen else []
         return Planned(plan, assembly.rankings, whole)
 

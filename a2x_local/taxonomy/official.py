@@ -19,6 +19,8 @@ from a2x_local.errors import InputError
 TAXONOMY_FILE = "taxonomy.json"
 CLASS_FILE = "class.json"
 _DIGITS = re.compile(r"(\d+)")
+OFFICIAL_HINT = ("fix the file; docs/build.md (Trees of the published A2X implementation) says what a2x-local reads"
+                 f" from {TAXONOMY_FILE} and {CLASS_FILE}")
 
 
 def is_official(data: Any) -> bool:
@@ -35,7 +37,8 @@ def _ids(value: Any, source: str, entry: str, field: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InputError(source, f"'{field}' must be a list of id strings", entry=entry, field=field)
+        raise InputError(source, f"'{field}' must be a list of id strings", entry=entry, field=field,
+                         hint=OFFICIAL_HINT)
     return list(value)
 
 
@@ -46,10 +49,10 @@ def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str,
     texts = classes.get("categories") if isinstance(classes, dict) else None
     if not isinstance(texts, dict):
         raise InputError(class_source, "expected an object with a 'categories' object (id -> name, description)",
-                         field="categories")
+                         field="categories", hint=OFFICIAL_HINT)
     root_id = taxonomy["root"]
     if root_id not in categories:
-        raise InputError(source, f"the root '{root_id}' is not among the categories", field="root")
+        raise InputError(source, f"the root '{root_id}' is not among the categories", field="root", hint=OFFICIAL_HINT)
     warnings: list[str] = []
     status = taxonomy.get("build_status")
     if status is not None and status != "complete":
@@ -61,19 +64,19 @@ def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str,
     for category_id in order:      # grows while walking: breadth first from the root
         data = categories[category_id]
         if not isinstance(data, dict):
-            raise InputError(source, "a category must be an object", entry=category_id)
+            raise InputError(source, "a category must be an object", entry=category_id, hint=OFFICIAL_HINT)
         children = sorted(_ids(data.get("children"), source, category_id, "children"), key=_natural)
         services = _ids(data.get("services"), source, category_id, "services")
         nodes[category_id] = _node(category_id, texts.get(category_id), services, class_source, unnamed)
         for child in children:
             if child not in categories:
                 raise InputError(source, f"child '{child}' is not among the categories", entry=category_id,
-                                 field="children")
+                                 field="children", hint=OFFICIAL_HINT)
             if child == root_id or child in parent_of:
                 first = parent_of.get(child, "(it is the root)")
                 raise InputError(source, f"category '{child}' is listed under '{first}' and '{category_id}': a"
                                  " category may have one parent only (or the parent links loop)",
-                                 entry=category_id, field="children")
+                                 entry=category_id, field="children", hint=OFFICIAL_HINT)
             parent_of[child] = category_id
             order.append(child)
     for category_id in order[1:]:
@@ -93,13 +96,14 @@ def _node(category_id: str, text: Any, services: list[str], class_source: str, u
         unnamed.append(category_id)
         return node | {"name": category_id, "description": ""}
     if not isinstance(text, dict):
-        raise InputError(class_source, "a category's entry must be an object", entry=category_id)
+        raise InputError(class_source, "a category's entry must be an object", entry=category_id, hint=OFFICIAL_HINT)
     for key in ("name", "description", "boundary", "decision_rule"):
         value = text.get(key)
         if value is None:
             continue
         if not isinstance(value, str):
-            raise InputError(class_source, f"'{key}' must be a string", entry=category_id, field=key)
+            raise InputError(class_source, f"'{key}' must be a string", entry=category_id, field=key,
+                             hint=OFFICIAL_HINT)
         node[key] = value
     node.setdefault("name", category_id)
     node.setdefault("description", "")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.tokens import chat_token_ids, count_chat_tokens
 from a2x_local.registry.types import Service
 from a2x_local.search import descend_tree
@@ -21,10 +20,10 @@ from a2x_local.search.llm.listing import (
     service_lines,
     shared_opening,
 )
-from a2x_local.search.llm.prefix import uncached_tokens
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy.types import TreeNode
+from a2x_local.testing import ScriptedEngine, uncached_tokens
 from tests.search.a2x_helpers import Oracle, make_tree, sample_services, sample_tree
 
 LONG = ("Returns the five-day weather forecast for a city. Accepts a city name or coordinates, a unit system and a"

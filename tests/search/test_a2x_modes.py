@@ -10,11 +10,11 @@ from a2x_local.evaluation.harness import EvaluationConfig, RegistryInfo
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import render_report
 from a2x_local.evaluation.runner import plan_run, run_evaluation
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import SearchRequest
 from a2x_local.taxonomy.types import Tree, TreeNode
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, make_tree, sample_services, sample_tree, services_for
 
 # Twelve categories with three services each; a query wants one service from each of the last eight.

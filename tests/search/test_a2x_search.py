@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import Hit, SearchRequest
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
 WANTED = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"}, "buy shares": {"s3"},

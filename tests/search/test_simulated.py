@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from a2x_local.registry.types import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
-from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator, listed_lines
 from a2x_local.search.types import SearchRequest
+from a2x_local.testing import ReaderNavigator, ScriptedEngine, SimulatedNavigator, listed_lines
 from tests.search.a2x_helpers import make_tree, sample_services, sample_tree, services_for
 
 CORRECT = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"}, "anything": {"g1"},

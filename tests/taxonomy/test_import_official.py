@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from a2x_local.errors import InputError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.taxonomy.importer import import_tree, read_tree_file
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle
 from tests.support.registries import SERVICES
 

@@ -7,11 +7,8 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
-from a2x_local.errors import UserError
-from a2x_local.settings import SectionConfig, Settings
-
-Mode = Literal["get_all", "get_important", "get_one"]
-MODES: tuple[str, ...] = ("get_all", "get_important", "get_one")
+from a2x_local.search.types import Mode
+from a2x_local.settings import SectionConfig
 
 
 class LlmSearchConfig(SectionConfig):
@@ -71,16 +68,3 @@ def answer_cap(mode: str, limit: int, offered: int) -> int | None:
     """The cap a prompt states (None: none to state): the answer ``limit`` where it is below what is offered,
     outside get_one. An answer holding that many was capped, and may have left out wanted items."""
     return limit if mode != "get_one" and limit < offered else None
-
-
-def llm_search_config(settings: Settings, **overrides: object) -> LlmSearchConfig:
-    """The `[search]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    return LlmSearchConfig.from_settings(settings, **overrides)
-
-
-def check_mode(mode: str | None, default: str) -> str:
-    """A request's mode, or the default; an unknown mode is a user error listing the known ones."""
-    chosen = mode or default
-    if chosen not in MODES:
-        raise UserError(f"unknown search mode '{chosen}'", hint=f"choose one of: {', '.join(MODES)}")
-    return chosen

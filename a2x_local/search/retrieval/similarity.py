@@ -136,11 +136,11 @@ def open_similarity(settings: Settings, db_path: Path, *, method: object = None,
     if isinstance(dense, DenseRetriever):
         return DenseSimilarity(dense.corpus, dense.config, dense.embedder, dense.index)
     from a2x_local.extras import check
-    from a2x_local.search.retrieval.config import retrieval_config
+    from a2x_local.search.retrieval.config import RetrievalConfig
     from a2x_local.search.retrieval.methods import DENSE_NEEDS
 
     check(*DENSE_NEEDS, feature="compose's similarity")
-    config = retrieval_config(settings)
+    config = RetrievalConfig.from_settings(settings)
     corpus = load_corpus(db_path, lock_timeout_s=settings.lock_timeout_s)
     embedder, index, _ = ensure_dense(corpus, config, progress=progress)
     return DenseSimilarity(corpus, config, embedder, index)
@@ -151,8 +151,8 @@ def keyword_tokenizer(settings: Settings) -> Callable[[Sequence[str]], list[list
     for callers that compare texts by their words (compose's keyword co-occurrence)."""
     from a2x_local.extras import check
     from a2x_local.search.retrieval.bm25 import Bm25Tokenizer
-    from a2x_local.search.retrieval.config import retrieval_config
+    from a2x_local.search.retrieval.config import RetrievalConfig
     from a2x_local.search.retrieval.methods import BM25_NEEDS
 
     check(*BM25_NEEDS, feature="compose's keyword compatibility")
-    return Bm25Tokenizer(retrieval_config(settings)).tokenize
+    return Bm25Tokenizer(RetrievalConfig.from_settings(settings)).tokenize
