@@ -84,6 +84,16 @@ _ZH_AND = re.compile(r"(?:和|与|跟)")
 _ZH_SHORT = ("如果可以", "如果可能", "如果需要", "如果有的话", "如果方便")
 
 
+_ORDINALS = ("second", "third", "fourth", "fifth")
+_COUNT_OPENER = re.compile(r"^\W*(?:first|firstly|first\s+of\s+all)\b", re.IGNORECASE)
+
+
+def _counting(head: str) -> bool:
+    """Whether the request opened by counting ("First ..., second ..., third ..."): an ordinal after a comma then
+    starts the next item whatever word follows it ("third free up space")."""
+    return bool(_COUNT_OPENER.match(head))
+
+
 @dataclass(frozen=True)
 class _Cut:
     at: int          # where the new piece starts (its opening connector included)
@@ -106,7 +116,7 @@ def _english_cuts(text: str) -> list[_Cut]:
         comma = "," in match.group("sep") or "，" in match.group("sep") or ":" in match.group("sep")
         after = text[match.end():]
         if conn in COMMA_ONLY and not re.match(r"\s*,", after) and not (
-                conn in ("second", "third", "fourth", "fifth") and comma and english_action(after)):
+                conn in _ORDINALS and comma and (english_action(after) or _counting(text[:match.start()]))):
             continue
         if not comma and not match.group("and") and conn not in _FREE:
             continue

@@ -51,6 +51,8 @@ def test_the_request_set_gets_its_step_counts_right_and_loses_no_word() -> None:
     ("搜索附近的川菜馆并预订座位", [("搜索附近的川菜馆", []), ("并预订座位", [])]),
     ("识别发票上的文字，并把金额存入数据库", [("识别发票上的文字", []), ("并把金额存入数据库", [])]),
     ("先把这段话翻译成英文，再发邮件给客户", [("先把这段话翻译成英文", []), ("再发邮件给客户", ["s1"])]),
+    ("First back up my photos, second delete the duplicates, third free up space",   # counting: any word after
+     [("First back up my photos", []), ("second delete the duplicates", ["s1"]), ("third free up space", ["s2"])]),
 ])
 def test_markers_and_actions_split(request_text: str, expected: list[tuple[str, list[str]]]) -> None:
     assert _tasks(request_text) == expected
@@ -64,6 +66,7 @@ def test_markers_and_actions_split(request_text: str, expected: list[tuple[str, 
     "Then thanks.",                                                # too short to be a need of its own
     "Find my phone and email address",                             # a homograph without an object: undecided
     "北京和上海明天的天气怎么样",
+    "Do it first, second hand cars are fine",                      # an ordinal without counting opens nothing
 ])
 def test_single_needs_stay_one_step_with_the_request_text(request_text: str) -> None:
     assert [(s.id, s.task, s.depends_on) for s in rule_steps(request_text, 6)] == [
