@@ -261,9 +261,9 @@ class Composer:
         for (work, index), outcome in zip(owners, self.reranker.rerank(items), strict=True):
             work.orders[index] = outcome.order
             # Side by side with the other steps' lists: the round is counted once per request below.
-            work.ledger.add(AnswerCost(calls=outcome.attempts, prompt_tokens=outcome.prompt_tokens,
-                                       completion_tokens=outcome.completion_tokens))
-            if outcome.attempts and outcome.order is None:
+            work.ledger.add(AnswerCost(calls=outcome.cost.calls, prompt_tokens=outcome.cost.prompt_tokens,
+                                       completion_tokens=outcome.cost.completion_tokens))
+            if outcome.cost.calls and outcome.order is None:
                 work.notes.append(f"re-ranking step s{index + 1} failed; its retrieval order was kept")
         for work in works:
             if any(outcome is not None for outcome in work.orders):

@@ -10,12 +10,13 @@ their retrieval order; a failed answer keeps the retrieval order. The call type 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from a2x_local.costs import Cost
 from a2x_local.llm import Engine, JsonConstraint, Request, as_data, clip
 from a2x_local.prompts import PromptBook
 
@@ -51,9 +52,7 @@ class Reranked:
     """A step's candidates in the model's order (None: no valid answer, or fewer than two to rank), and its cost."""
 
     order: list[str] | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    attempts: int = 0
+    cost: Cost = field(default_factory=Cost)     # calls = attempts sent, retries included
 
 
 def parse_ranking(labels: Sequence[str], candidates: Sequence[str]) -> list[str]:
@@ -91,7 +90,8 @@ class Reranker:
             if result.ok:
                 ordered = parse_ranking(result.value.ranking, shown)
                 order = ordered + [s for s in items[index].candidates if s not in ordered]
-            results[index] = Reranked(order, result.prompt_tokens, result.completion_tokens, result.attempts)
+            results[index] = Reranked(order, Cost(calls=result.attempts, prompt_tokens=result.prompt_tokens,
+                                                  completion_tokens=result.completion_tokens))
         return results
 
     def _request(self, item: RerankItem, shown: Sequence[str]) -> Request:
