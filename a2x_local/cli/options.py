@@ -153,6 +153,14 @@ ENGINE_FLAGS: dict[str, Any] = {
         "--structured-backend", metavar="|".join(STRUCTURED_BACKENDS), rich_help_panel=_ENGINE_PANEL,
         show_default=False,
         help="Structured-output backend; guidance (default) is the one measured to produce valid multi-item answers.")],
+    "replicas": Annotated[int | None, typer.Option(
+        "--replicas", min=1, max=4096, rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Copies of the model that share each round, one per GPU or tensor-parallel group, on Ray "
+             "(the \\[distributed] extra); default: `replicas` in \\[engine] (1).")],
+    "ray_address": Annotated[str | None, typer.Option(
+        "--ray-address", metavar="ADDRESS", rich_help_panel=_ENGINE_PANEL, show_default=False,
+        help="Ray cluster the replicas run on (ray://head:10001, or auto on a cluster node); default: a private "
+             "Ray instance on this machine.")],
 }
 
 

@@ -84,7 +84,8 @@ def progress_bars(enabled: bool) -> Iterator[ProgressFactory | None]:
 
 
 class RoundProgress:
-    """One bar per engine round (its requests), and a running line with rounds and tokens so far."""
+    """One bar per engine round (its answers so far; a round is streamed, so its size shows when it ends), and a
+    running line with rounds and tokens so far."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
@@ -94,18 +95,25 @@ class RoundProgress:
         self.overall = progress.add_task("starting", total=None)
         self.current: int | None = None
 
-    def round_started(self, step: str, level: int, requests: int, services: int) -> None:
-        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=requests)
+    def round_started(self, step: str, level: int, services: int) -> None:
+        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=None)
 
-    def round_finished(self, step: str, results: Sequence[Result]) -> None:
-        self.rounds += 1
+    def round_answered(self, step: str, results: Sequence[Result]) -> None:
         self.prompt_tokens += sum(r.prompt_tokens for r in results)
         self.completion_tokens += sum(r.completion_tokens for r in results)
-        failed = sum(1 for r in results if not r.ok)
         if self.current is not None:
-            self.progress.update(self.current, completed=len(results),
+            self.progress.advance(self.current, len(results))
+        self._overall()
+
+    def round_finished(self, step: str, requests: int, failed: int) -> None:
+        self.rounds += 1
+        if self.current is not None:
+            self.progress.update(self.current, total=requests, completed=requests,
                                  description=f"{self.progress.tasks[self.current].description}"
                                              + (f" ({failed} failed)" if failed else ""))
+        self._overall()
+
+    def _overall(self) -> None:
         self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
                              f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
 

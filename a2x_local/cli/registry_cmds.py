@@ -26,6 +26,7 @@ from a2x_local.registry import (
     ingest,
     sync,
 )
+from a2x_local.search import dense_index_choice
 
 services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
 app.add_typer(services_app, name="services")
@@ -176,9 +177,10 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
         stats = Registry(con).stats()
         history = software_history(con)
     software = provenance.current()
+    index = dense_index_choice(settings, stats.services)
     if json_output:
-        print_json(stats.to_dict() | {"db": str(settings.db_path), "software": software.to_dict(),
-                                      "software_history": history})
+        print_json(stats.to_dict() | {"db": str(settings.db_path), "dense_index": index,
+                                      "software": software.to_dict(), "software_history": history})
         return
     console.print(f"[bold]{settings.db_path}[/bold]: {stats.services:,} services, {stats.ingest_runs} ingest runs")
     if not stats.services:
@@ -198,6 +200,9 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
     lengths = stats.description_chars
     console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
     console.print(f"fingerprint: {stats.fingerprint}")
+    params = ", ".join(f"{k} {v:,}" for k, v in index.items() if k not in ("index", "reason"))
+    console.print(f"dense index: {index['index']}{f' ({params})' if params else ''}: {index['reason']}"
+                  " (\\[retrieval] dense_index, approximate_above)")
     _print_software(software, history)
 
 

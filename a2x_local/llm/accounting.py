@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -39,15 +41,37 @@ class Usage:
     by_label: dict[str, CallStats] = field(default_factory=dict)
     rounds: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # While a streamed round runs (`one_round`), the deepest attempt seen: its chunks count as one round (plus one
+    # for the retries, when any chunk retried), as the same requests sent in one call would.
+    _streamed: int | None = field(default=None, repr=False, compare=False)
 
     def record(self, label: str, **counts: Any) -> None:
         """Add ``counts`` (`CallStats` fields by name) to the label's statistics."""
         with self._lock:
             self.by_label.setdefault(label, CallStats()).add(CallStats(**counts))
 
-    def count_round(self) -> None:
+    def count_round(self, attempt: int = 1) -> None:
         with self._lock:
-            self.rounds += 1
+            if self._streamed is None:
+                self.rounds += 1
+            else:
+                self._streamed = max(self._streamed, attempt)
+
+    @contextmanager
+    def one_round(self) -> Iterator[None]:
+        """Count every backend call inside the block as one round (first attempts) plus one for retries: a round
+        streamed in chunks costs the rounds of the same round sent whole. Nested blocks join the outer one."""
+        with self._lock:
+            outer = self._streamed is not None
+            if not outer:
+                self._streamed = 0
+        try:
+            yield
+        finally:
+            if not outer:
+                with self._lock:
+                    self.rounds += self._streamed or 0
+                    self._streamed = None
 
     def total(self) -> CallStats:
         total = CallStats()

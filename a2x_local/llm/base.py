@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from a2x_local.llm.accounting import Usage
@@ -35,6 +36,9 @@ class Engine(ABC):
     """
 
     name: str = "engine"
+    # Requests materialised and in flight at once when a round is streamed (`stream`); a replica engine raises it
+    # to keep every replica busy.
+    round_chunk: int = 4096
     retry_budget_factor: float = 2.0
     retry_temperature: float = 0.3
     stripper: MarkerStripper = GENERIC
@@ -55,6 +59,13 @@ class Engine(ABC):
     def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
         """Prompt tokens for these messages; engines with their own tokenizer override this."""
         return count_chat_tokens(messages)
+
+    def token_counter(self) -> Callable[[Sequence[Message]], int] | None:
+        """A picklable function counting prompt tokens exactly as ``count_prompt_tokens`` does, for a process that
+        does not hold this engine (the driver of a replica engine); None when there is none."""
+        if type(self).count_prompt_tokens is Engine.count_prompt_tokens:
+            return count_chat_tokens
+        return None
 
     def prompt_room(self, messages: Sequence[Message], budget: int, limit: int | None = None) -> int | None:
         """Tokens the context window (and ``limit``, a prompt budget below it) leaves after this prompt and an answer
@@ -109,6 +120,17 @@ class Engine(ABC):
                 self.usage.record(request.label, failures=1)
         return results
 
+    def stream(self, requests: Iterable[Request], *, chunk: int | None = None) -> Iterator[Result]:
+        """Answer one round given lazily: ``chunk`` requests (default ``round_chunk``) are taken, sent and answered at
+        a time, so a round of a million prompts never sits in memory whole. Results come in request order and the
+        whole stream counts as one round (see `Usage.one_round`); each chunk goes through ``generate``, so a cache
+        in front stores every chunk's answers as they come."""
+        size = max(1, chunk or self.round_chunk)
+        iterator = iter(requests)
+        with self.usage.one_round():
+            while part := list(islice(iterator, size)):
+                yield from self.generate(part)
+
     def _as_data(self, request: Request) -> Request:
         """The request with no control marker left in any message content."""
         if not self.strip_markers:
@@ -138,7 +160,7 @@ class Engine(ABC):
                 fitted.append(sendable)
         if not fitted:
             return [r for r in results if r is not None]
-        self.usage.count_round()
+        self.usage.count_round(attempt)
         started = time.perf_counter()
         raw = self._generate(fitted)
         if len(raw) != len(fitted):

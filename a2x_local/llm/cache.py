@@ -29,7 +29,7 @@ from a2x_local.settings import SectionConfig, Settings
 
 # Settings an engine describes that cannot change a greedy answer: memory, parallelism, transport, batching.
 _NOT_ANSWER_SETTINGS = frozenset({"max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "concurrency",
-                                  "timeout_s", "max_retries", "batch_size", "seed"})
+                                  "timeout_s", "max_retries", "batch_size", "seed", "replicas", "ray_address"})
 
 
 class CacheConfig(SectionConfig):
@@ -156,6 +156,13 @@ class CachedEngine(Engine):
     @property
     def max_model_len(self) -> int | None:
         return self.inner.max_model_len
+
+    @property
+    def round_chunk(self) -> int:  # type: ignore[override]
+        return self.inner.round_chunk
+
+    def token_counter(self) -> Any:
+        return self.inner.token_counter()
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "answer_cache": True}

@@ -37,6 +37,18 @@ class TransformersConfig(SectionConfig):
     device: str
 
 
+class RayConfig(SectionConfig):
+    """The replicas' Ray resources, and the private Ray instance started when no cluster address is given."""
+
+    section: ClassVar[str] = "engine.ray"
+
+    num_cpus: int = Field(ge=0)
+    object_store_mb: int = Field(ge=64)
+    cpus_per_replica: float = Field(ge=0)
+    gpus_per_replica: Literal["auto"] | float
+    in_flight_per_replica: int = Field(ge=1, le=64)
+
+
 class EngineConfig(SectionConfig):
     """Everything an engine needs besides the model path. Field names match the `[engine]` keys."""
 
@@ -56,8 +68,13 @@ class EngineConfig(SectionConfig):
     cpu_kvcache_space_gb: int = Field(ge=1)
     multiprocessing: Literal["auto"] | bool
     chat_template_kwargs: dict[str, Any]
+    replicas: int = Field(ge=1, le=4096)
+    ray_address: str
+    round_chunk: int = Field(ge=1)
+    distributed_executor_backend: Literal["auto", "mp", "ray"]
     openai: OpenAIConfig
     transformers: TransformersConfig
+    ray: RayConfig
 
     @field_validator("name")
     @classmethod
@@ -67,7 +84,8 @@ class EngineConfig(SectionConfig):
         return name
 
 
-_NESTED = {"openai": set(OpenAIConfig.model_fields), "transformers": set(TransformersConfig.model_fields)}
+_NESTED = {"openai": set(OpenAIConfig.model_fields), "transformers": set(TransformersConfig.model_fields),
+           "ray": set(RayConfig.model_fields)}
 
 
 def nest_overrides(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,8 @@ recommendations (its `[models.NAME]` table), then the options (command-line flag
 
 from __future__ import annotations
 
+import os
+from functools import partial
 from typing import Any
 
 from a2x_local.errors import UserError
@@ -43,12 +45,46 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
 
     The vllm engine is shared: asking again for the same model and settings returns the running one. Missing or
     incomplete model folders raise `UserError` before anything loads; a missing engine library names its extra.
+    With `replicas` > 1 or a `ray_address`, the engine is that many copies on Ray actors (`ReplicaEngine`).
     """
     ref, config = engine_settings(settings, options, **extra)
     kind = engine_kind(config.name)
+    if config.replicas > 1 or config.ray_address:
+        if not kind.local_model:
+            raise UserError(f"--replicas and --ray-address spread rounds over copies of a local engine; the "
+                            f"'{config.name}' engine does not load its model here (a server batches for itself)",
+                            hint="run several model servers behind one URL instead, or use --engine vllm with "
+                                 "--replicas")
+        return _replicated(settings, options or EngineOptions(), ref, config, extra)
     if kind.local_model:
         _preflight(ref, config)
-    return kind.factory(ref, config)
+    engine = kind.factory(ref, config)
+    engine.round_chunk = config.round_chunk
+    return engine
+
+
+def _replicated(settings: Settings, options: EngineOptions, ref: ModelRef, config: EngineConfig,
+                extra: dict[str, Any]) -> Engine:
+    """The engine as `config.replicas` Ray actors, each running what ``make_engine`` gives for one replica."""
+    _preflight(ref, config)
+    from a2x_local.llm.replicas import ReplicaEngine
+
+    one = options.model_copy(update={"replicas": 1, "ray_address": ""})
+    inner = dict(extra)
+    if config.tensor_parallel_size > 1 and config.distributed_executor_backend == "auto":
+        inner["distributed_executor_backend"] = "mp"    # vLLM's advice for an engine inside a Ray actor
+    return ReplicaEngine(partial(make_engine, settings, one, **inner), config.replicas, ray_config=config.ray,
+                         ray_address=config.ray_address, gpus=float(config.tensor_parallel_size),
+                         round_chunk=config.round_chunk, environment=_replica_environment())
+
+
+def _replica_environment() -> dict[str, str]:
+    """What each replica's process should see besides the cluster's environment: the offline switches, and on a
+    CPU vLLM threads that do not pin the cores other replicas use."""
+    keep = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "A2X_HOME", "A2X_MODELS_DIR", "A2X_CONFIG")
+    environment = {key: os.environ[key] for key in keep if key in os.environ}
+    environment.setdefault("VLLM_CPU_OMP_THREADS_BIND", os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"))
+    return environment
 
 
 def check_ref(ref: ModelRef, config: EngineConfig, *, load_tokenizer: bool = True) -> ModelCheck:

@@ -31,6 +31,8 @@ class EngineOptions(BaseModel):
     tensor_parallel_size: int | None = Field(None, ge=1, description="GPUs the model is split across")
     quantization: str | None = Field(None, description="vLLM quantization method")
     structured_backend: str | None = Field(None, description="structured-output backend")
+    replicas: int | None = Field(None, ge=1, le=4096, description="model replicas sharing each round (Ray)")
+    ray_address: str | None = Field(None, description="Ray cluster of the replicas")
 
     @classmethod
     def of(cls, **values: Any) -> EngineOptions:

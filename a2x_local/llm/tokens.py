@@ -45,3 +45,26 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
 def chat_token_ids(messages: Sequence[Message]) -> list[int]:
     """The token ids of a chat as a Qwen model receives it: what an engine's prefix cache matches on."""
     return list(_encoding().encode_with_special(render_chatml(messages)))
+
+
+class ChatTokenCounter:
+    """Prompt tokens of chat messages under a local model's own tokenizer and chat template, loaded on first use:
+    what the vLLM and transformers engines count, for a process that does not hold the model (the driver of
+    replicas). Only the folder and the template arguments travel when it is pickled."""
+
+    def __init__(self, model_path: str, chat_template_kwargs: dict | None = None) -> None:
+        self.model_path = str(model_path)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self._tokenizer = None
+
+    def __getstate__(self) -> dict:
+        return {"model_path": self.model_path, "chat_template_kwargs": self.chat_template_kwargs, "_tokenizer": None}
+
+    def __call__(self, messages: Sequence[Message]) -> int:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
+        text = self._tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False,
+                                                   add_generation_prompt=True, **self.chat_template_kwargs)
+        return len(self._tokenizer.encode(text, add_special_tokens=False))

@@ -24,6 +24,7 @@ from a2x_local.llm.constraints import closed_schema, constraint_key, grammar_pro
 from a2x_local.llm.models import force_offline
 from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
+from a2x_local.llm.tokens import ChatTokenCounter
 from a2x_local.llm.types import ChoiceConstraint, JsonConstraint, Message, RawOutput, Request
 
 # Outlines backend names for the settings that are not our llguidance default.
@@ -98,6 +99,9 @@ class TransformersEngine(Engine):
 
     def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
         return len(self.tokenizer(self.render(messages), add_special_tokens=False)["input_ids"])
+
+    def token_counter(self) -> ChatTokenCounter:
+        return ChatTokenCounter(str(self.model_path), self.config.chat_template_kwargs)
 
     def _processor(self, requests: Sequence[Request]) -> Any:
         """A fresh logits processor for one batch (processors keep per-row parser state)."""

@@ -22,6 +22,7 @@ from a2x_local.llm.constraints import grammar_problem, vllm_structured_outputs
 from a2x_local.llm.models import force_offline
 from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
+from a2x_local.llm.tokens import ChatTokenCounter
 from a2x_local.llm.types import Message, RawOutput, Request
 
 _MEMORY_WORDS = ("out of memory", "outofmemory", "kv cache", "no available memory", "cache blocks",
@@ -112,6 +113,8 @@ class VllmEngine(Engine):
             kwargs["gpu_memory_utilization"] = config.gpu_memory_utilization
         if config.quantization:
             kwargs["quantization"] = config.quantization
+        if config.distributed_executor_backend != "auto":
+            kwargs["distributed_executor_backend"] = config.distributed_executor_backend
         kwargs.update(extra)
         _shield_llvmlite_from_kernel_scan()
         try:
@@ -161,6 +164,9 @@ class VllmEngine(Engine):
 
     def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
         return len(self._tokenizer.encode(self.render(messages), add_special_tokens=False))
+
+    def token_counter(self) -> ChatTokenCounter:
+        return ChatTokenCounter(str(self.model_path), self.config.chat_template_kwargs)
 
     def _prompt_problem(self, request: Request) -> str | None:
         """Why this request cannot be sent (vLLM would fail the whole batch on it), else None."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,6 +16,8 @@ from a2x_local.errors import UserError
 from a2x_local.registry.types import Service, canonical_json
 
 _COLUMNS = "id, type, name, description, metadata, source"
+# Rows read at a time by the whole-registry reads.
+_FETCH_ROWS = 20000
 
 
 def _service(row: Sequence[Any]) -> Service:
@@ -76,8 +78,14 @@ class Registry:
 
     def all(self) -> list[Service]:
         """Every service, ordered by id (a stable order every stage can rely on)."""
-        rows = self.con.execute(f"SELECT {_COLUMNS} FROM services ORDER BY id").fetchall()
-        return [_service(row) for row in rows]
+        return list(self.iter_all())
+
+    def iter_all(self, batch: int = _FETCH_ROWS) -> Iterator[Service]:
+        """Every service in id order, read ``batch`` rows at a time: a million rows are never held twice (as rows
+        and as services), which `fetchall` would do."""
+        cursor = self.con.execute(f"SELECT {_COLUMNS} FROM services ORDER BY id")
+        while rows := cursor.fetchmany(batch):
+            yield from (_service(row) for row in rows)
 
     def list(self, *, service_type: str | None = None, source: str | None = None, limit: int | None = None,
              offset: int = 0) -> list[Service]:
@@ -135,8 +143,10 @@ class Registry:
     def fingerprint(self) -> str:
         """Hash over every (id, name, description); a tree is current while this value is unchanged."""
         digest = hashlib.sha256()
-        for service_id, chash in self.con.execute("SELECT id, content_hash FROM services ORDER BY id").fetchall():
-            digest.update(f"{service_id}\x00{chash}\n".encode())
+        cursor = self.con.execute("SELECT id, content_hash FROM services ORDER BY id")
+        while rows := cursor.fetchmany(_FETCH_ROWS):
+            for service_id, chash in rows:
+                digest.update(f"{service_id}\x00{chash}\n".encode())
         return digest.hexdigest()
 
     def stats(self) -> RegistryStats:

@@ -16,7 +16,7 @@ from a2x_local.search.methods import (
     parse_option_pairs,
     register_method,
 )
-from a2x_local.search.retrieval.indexing import build_indexes
+from a2x_local.search.retrieval.indexing import build_indexes, dense_index_choice
 from a2x_local.search.retrieval.similarity import DenseSimilarity, keyword_tokenizer, open_similarity
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import (
@@ -46,6 +46,7 @@ __all__ = [
     "check_mode",
     "check_queries",
     "clear_fusion",
+    "dense_index_choice",
     "descend_tree",
     "keyword_tokenizer",
     "make_method",

@@ -13,7 +13,7 @@ from a2x_local.llm import BUILTIN_MINILM
 from a2x_local.llm import resolve_embedding_model as resolve_model
 from a2x_local.llm.embedding import model_signature
 from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
-from a2x_local.search.retrieval.dense import DenseIndex, Embedder
+from a2x_local.search.retrieval.dense import DenseIndex, Embedder, choose_index
 from a2x_local.search.retrieval.text import service_texts
 from tests.support.registries import SERVICES
 
@@ -87,7 +87,7 @@ def test_flat_index_ranks_the_obvious_service_first(embedder: Embedder, vectors:
 
 
 def test_approximate_index_above_the_threshold(embedder: Embedder, vectors: np.ndarray, tmp_path: Path) -> None:
-    config = RetrievalConfig.defaults(approximate_above=5)
+    config = RetrievalConfig.defaults(approximate_above=5, approximate_index="hnsw")
     index = DenseIndex.build(vectors, IDS, config)
     assert index.kind == "IndexHNSWFlat"
     exact = DenseIndex.build(vectors, IDS, RetrievalConfig.defaults())
@@ -99,3 +99,42 @@ def test_approximate_index_above_the_threshold(embedder: Embedder, vectors: np.n
     assert (loaded.search(queries, 3)[1] == index.search(queries, 3)[1]).all()
     with pytest.raises(UserError, match="10 vectors for 2 services"):
         DenseIndex.load(tmp_path, IDS[:2], config)
+
+
+def _clustered(count: int, dimension: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((64, dimension)).astype(np.float32)
+    vectors = centres[rng.integers(0, 64, count)] + 0.6 * rng.standard_normal((count, dimension)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_the_index_is_chosen_by_size_and_can_be_forced() -> None:
+    config = RetrievalConfig.defaults()
+    assert choose_index(config.approximate_above, config).kind == "flat"
+    above = choose_index(config.approximate_above + 1, config, 384)
+    assert above.kind == "ivfpq" and "approximate_above" in above.reason
+    assert above.params == {"lists": 512, "pq_bytes": 48} and above.key == "ivfpq:lists=512:pq_bytes=48"
+    assert choose_index(10**6, config).params["lists"] == 2048
+    forced = RetrievalConfig.defaults(dense_index="hnsw")
+    assert choose_index(50, forced).kind == "hnsw" and "dense_index" in choose_index(50, forced).reason
+    small = choose_index(500, RetrievalConfig.defaults(dense_index="ivfpq"))
+    assert small.kind == "flat" and "at least" in small.reason
+    assert choose_index(20000, RetrievalConfig.defaults(dense_index="ivfpq", pq_bytes=48), 100).params[
+        "pq_bytes"] == 4                           # a divisor of the dimension
+
+
+def test_ivfpq_finds_what_exact_search_finds_and_survives_a_reload(tmp_path: Path) -> None:
+    vectors = _clustered(12000, 64, 0)
+    ids = [f"s{i}" for i in range(len(vectors))]
+    config = RetrievalConfig.defaults(dense_index="ivfpq", pq_bytes=16)
+    index = DenseIndex.build(vectors, ids, config)
+    # half-precision copies for the re-scoring, plus the codes and the lists: well under the float vectors
+    assert index.kind == "IndexRefine" and index.memory_bytes < 0.7 * vectors.nbytes
+    exact = DenseIndex.build(vectors, ids, RetrievalConfig.defaults())
+    queries = _clustered(100, 64, 1)
+    found, truth = index.search(queries, 10)[1], exact.search(queries, 10)[1]
+    recall = np.mean([len(set(f) & set(t)) / 10 for f, t in zip(found, truth, strict=True)])
+    assert recall >= 0.95, recall
+    index.save(tmp_path)
+    loaded = DenseIndex.load(tmp_path, ids, config)
+    assert (loaded.search(queries, 10)[1] == found).all()

@@ -21,6 +21,7 @@ vLLM inside pytest: the engine runs in-process (`multiprocessing=False`): no eng
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -134,3 +135,15 @@ def cli(db_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., CliR
         return CliResult(code, captured.out, captured.err)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def local_ray() -> Iterator:
+    """ONE small private Ray instance for the session (2 CPUs, 128 MiB object store, no dashboard, loopback only);
+    replica engines join it and leave it running. Skips when the [distributed] extra is not installed."""
+    ray = pytest.importorskip("ray", reason="the [distributed] extra (ray) is not installed")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=2, object_store_memory=128 * 2**20, include_dashboard=False, log_to_driver=False,
+             _node_ip_address="127.0.0.1", logging_level="WARNING")
+    yield ray
+    ray.shutdown()

@@ -30,6 +30,7 @@ ENGINE_FILES = frozenset({
     "tests/search/test_a2x_e2e.py",
     "tests/search/test_chinese_e2e.py",
     "tests/serve/test_engine_serve.py",
+    "tests/taxonomy/test_build_replicas.py",
     "tests/taxonomy/test_build_vllm.py",
 })
 

@@ -8,6 +8,7 @@ runs are indexed as overlapping character pairs, the usual dictionary-free choic
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from a2x_local.search.retrieval.config import RetrievalConfig
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"(?u)\b\w\w+\b")  # the scikit-learn / bm25s default: words of two or more characters
+_TOKENIZE_CHUNK = 10000
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
@@ -96,11 +98,17 @@ class Bm25Index:
         import bm25s
 
         tokenizer = Bm25Tokenizer(config)
-        # An empty document would give bm25s an empty row; a placeholder token that no query can produce
-        # (queries are lower-cased and split on non-word characters) keeps the row without matching anything.
-        corpus = [tokens or ["\x00empty"] for tokens in tokenizer.tokenize(texts)]
+        # Tokens become ids chunk by chunk, each document a 4-byte array: a million documents of Python strings
+        # would take gigabytes before bm25s builds its matrix (bm25s takes (ids, vocabulary) and scores the same).
+        vocabulary: dict[str, int] = {}
+        corpus: list[array] = []
+        for start in range(0, len(texts), _TOKENIZE_CHUNK):
+            for tokens in tokenizer.tokenize(texts[start:start + _TOKENIZE_CHUNK]):
+                # An empty document would give bm25s an empty row; a placeholder token that no query can produce
+                # (queries are lower-cased and split on non-word characters) keeps the row without matching anything.
+                corpus.append(array("I", [vocabulary.setdefault(t, len(vocabulary)) for t in tokens or ["\x00empty"]]))
         retriever = bm25s.BM25(method=config.bm25_method, k1=config.bm25_k1, b=config.bm25_b)
-        retriever.index(corpus, show_progress=False)
+        retriever.index((corpus, vocabulary), show_progress=False)
         return cls(retriever, ids, tokenizer)
 
     def save(self, folder: Path) -> None:
@@ -110,7 +118,9 @@ class Bm25Index:
     def load(cls, folder: Path, ids: list[str], config: RetrievalConfig) -> Bm25Index:
         import bm25s
 
-        retriever = bm25s.BM25.load(str(folder / cls.FOLDER), show_progress=False)
+        # Memory-mapped: a query reads the score columns of its own words, so a million-service index costs the
+        # pages queries touch, not the whole matrix.
+        retriever = bm25s.BM25.load(str(folder / cls.FOLDER), mmap=True, show_progress=False)
         if retriever.scores["num_docs"] != len(ids):
             raise UserError(f"{folder}: BM25 index holds {retriever.scores['num_docs']} documents"
                             f" for {len(ids)} services", hint="run `a2x-local index --force` to rebuild it")

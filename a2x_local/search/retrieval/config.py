@@ -40,7 +40,13 @@ class RetrievalConfig(SectionConfig):
     text_body: bool
     embed_batch_size: int = Field(ge=1)
     threads: int = Field(ge=0)
+    dense_index: Literal["auto", "flat", "hnsw", "ivfpq"]
     approximate_above: int = Field(ge=1)
+    approximate_index: Literal["hnsw", "ivfpq"]
+    ivf_lists: int = Field(ge=0)
+    ivf_nprobe: int = Field(ge=1)
+    pq_bytes: int = Field(ge=1)
+    rerank_factor: int = Field(ge=1)
     hnsw_m: int = Field(ge=4)
     hnsw_ef_construction: int = Field(ge=8)
     hnsw_ef_search: int = Field(ge=8)

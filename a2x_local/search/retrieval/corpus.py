@@ -19,7 +19,7 @@ from a2x_local.registry import Registry, ScriptProfile, Service, script_profile
 from a2x_local.search.methods import ProgressFactory
 from a2x_local.search.retrieval.bm25 import Bm25Index
 from a2x_local.search.retrieval.config import RetrievalConfig, TextOptions
-from a2x_local.search.retrieval.dense import DenseIndex, Embedder
+from a2x_local.search.retrieval.dense import DenseIndex, Embedder, choose_index
 from a2x_local.search.retrieval.index import IndexInfo, IndexStore, content_hash
 from a2x_local.search.retrieval.text import service_texts
 
@@ -161,17 +161,16 @@ def ensure_dense(corpus: Corpus, config: RetrievalConfig, *, model: str | None =
     options = config.text_options()
     texts = corpus.texts(options)
     ids = corpus.ids
-    approximate = len(ids) > config.approximate_above
+    choice = choose_index(len(ids), config)
     variant = {
         "model": embedder.ref.key, "model_signature": embedder.signature,
-        "passage_prefix": embedder.ref.alias.passage_prefix, "text": options.key(),
-        "index": f"hnsw:{config.hnsw_m}:{config.hnsw_ef_construction}" if approximate else "flat",
+        "passage_prefix": embedder.ref.alias.passage_prefix, "text": options.key(), "index": choice.key,
     }
 
     def build(folder: Path) -> None:
         advance = progress(f"embedding {len(texts)} services", len(texts)) if progress else None
         vectors = embedder.encode_passages(texts, progress=advance or _noop)
-        DenseIndex.build(vectors, ids, config).save(folder)
+        DenseIndex.build(vectors, ids, config, choose_index(len(ids), config, vectors.shape[1])).save(folder)
 
     index, info = IndexStore(corpus.db_path).load_or_build(
         "dense", variant, ids, corpus.content(options), build,

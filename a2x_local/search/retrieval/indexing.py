@@ -22,6 +22,7 @@ from a2x_local.search.retrieval.corpus import (
     ensure_dense,
     load_corpus,
 )
+from a2x_local.search.retrieval.dense import choose_index
 from a2x_local.search.retrieval.index import IndexInfo, index_root
 from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS
 from a2x_local.settings import Settings
@@ -90,3 +91,9 @@ def build_indexes(settings: Settings, *, embedding_model_spec: str | None = None
         infos.append(ensure_bm25(corpus, config, force=force)[1])
     return IndexReport(str(settings.db_path), len(corpus.services), str(index_root(corpus.db_path)), choice,
                        config.text_options().key(), infos)
+
+
+def dense_index_choice(settings: Settings, services: int) -> dict[str, Any]:
+    """The FAISS index a registry of ``services`` gets under these settings, and why (what `a2x-local stats`
+    shows): exact, or the approximate index above `[retrieval] approximate_above`."""
+    return choose_index(services, RetrievalConfig.from_settings(settings)).to_dict()

@@ -10,11 +10,18 @@ new ones in the same round (``assign_new``), so no service misses a category tha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from a2x_local.llm import Engine, RegexConstraint, Request, Result
 from a2x_local.registry import Service
-from a2x_local.taxonomy.build.calls import Planned, category_block, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.build.calls import (
+    Planned,
+    category_block,
+    fitted_request,
+    fitting_chunks,
+    numbered,
+    service_line,
+)
 from a2x_local.taxonomy.build.schemas import lines_budget, lines_regex, parse_lines, parse_positions, positions_item
 from a2x_local.taxonomy.build.state import DONE, REFINE, BuildState, Draft, NodeWork
 from a2x_local.taxonomy.config import BuildConfig
@@ -33,10 +40,10 @@ def one_regex(config: BuildConfig, item: str) -> str:
 
 
 def _batched(work: NodeWork, drafts: Sequence[Draft], positions: Sequence[int], items: list[str],
-             services: Mapping[str, Service], config: BuildConfig, engine: Engine,
-             step: str) -> tuple[list[Planned], list[str]]:
+             services: Mapping[str, Service], config: BuildConfig, engine: Engine, step: str,
+             unfit: list[str]) -> Iterator[Planned]:
     """Line-per-service requests over ``items`` against ``drafts`` (whose positions in the node are ``positions``),
-    and the items whose prompt cannot fit even alone."""
+    made one at a time; the items whose prompt cannot fit even alone go to ``unfit``."""
     count = len(drafts)
     most = max_labels(config, len(work.drafts)) if step == ASSIGN else count
     item = positions_item(count, most)
@@ -54,19 +61,19 @@ def _batched(work: NodeWork, drafts: Sequence[Draft], positions: Sequence[int], 
             user={"node_path": work.path, "categories": block, "services": numbered(lines)},
         )
 
-    pairs, unfit = fit_chunks(items, config.assign_batch_size, make, boundaries=config.batch_boundaries)
-    return [Planned(request, work.node_id, tuple(chunk)) for chunk, request in pairs], unfit
+    for chunk, request in fitting_chunks(items, config.assign_batch_size, make, unfit,
+                                         boundaries=config.batch_boundaries):
+        yield Planned(request, work.node_id, tuple(chunk))
 
 
 def _one_by_one(work: NodeWork, items: list[str], services: Mapping[str, Service], config: BuildConfig,
-                engine: Engine) -> tuple[list[Planned], list[str]]:
+                engine: Engine, unfit: list[str]) -> Iterator[Planned]:
     count = len(work.drafts)
     most = max_labels(config, count)
     constraint = RegexConstraint(one_regex(config, positions_item(count, most)))
     budget = int((config.assign_reasoning_chars + 30 + most * (len(str(count)) + 2)) / config.budget_chars_per_token
                  ) + 8
     block = category_block(work.drafts)
-    planned, unfit = [], []
     for service_id in items:
         request = fitted_request(
             engine, config, ASSIGN_ONE, constraint=constraint, budget=budget,
@@ -80,35 +87,33 @@ def _one_by_one(work: NodeWork, items: list[str], services: Mapping[str, Service
         if request is None:
             unfit.append(service_id)
         else:
-            planned.append(Planned(request, work.node_id, (service_id,)))
-    return planned, unfit
+            yield Planned(request, work.node_id, (service_id,))
 
 
 def assign_requests(works: Sequence[NodeWork], services: Mapping[str, Service], config: BuildConfig,
-                    engine: Engine, state: BuildState) -> list[Planned]:
-    """The requests of one assignment round for every node; services whose prompt cannot fit stay unclassified."""
-    planned: list[Planned] = []
+                    engine: Engine, state: BuildState) -> Iterator[Planned]:
+    """The requests of one assignment round for every node, made as the round takes them; services whose prompt
+    cannot fit stay unclassified."""
     for work in works:
         count = len(work.drafts)
+        unfit: list[str] = []
         if config.assign_mode == "per_service":
-            mine, unfit = _one_by_one(work, work.pending, services, config, engine)
+            yield from _one_by_one(work, work.pending, services, config, engine, unfit)
         else:
-            mine, unfit = _batched(work, work.drafts, range(1, count + 1), work.pending, services, config, engine,
-                                   ASSIGN)
+            yield from _batched(work, work.drafts, range(1, count + 1), work.pending, services, config, engine,
+                                ASSIGN, unfit)
         if unfit:
             state.count("assign_unfit_services", len(unfit))
             work.failed.extend(unfit)
-        planned.extend(mine)
         if work.offer_new and work.new_positions:
             drafts = [work.drafts[p - 1] for p in work.new_positions]
-            offered, unoffered = _batched(work, drafts, work.new_positions, work.offer_new, services, config, engine,
-                                          ASSIGN_NEW)
+            unoffered: list[str] = []
+            yield from _batched(work, drafts, work.new_positions, work.offer_new, services, config, engine,
+                                ASSIGN_NEW, unoffered)
             state.count("services_offered_new_categories", len(work.offer_new) - len(unoffered))
             state.count("assign_new_unfit_services", len(unoffered))
-            planned.extend(offered)
         work.pending = []
         work.offer_new, work.new_positions = [], []
-    return planned
 
 
 def apply_assign(work: NodeWork, plan: Planned, result: Result, state: BuildState) -> None:

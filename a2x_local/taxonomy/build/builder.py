@@ -8,7 +8,10 @@ level's steps come from one table (`steps.STEPS`); cross-domain placement runs o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
 from typing import Protocol
 
 from a2x_local.errors import UserError
@@ -22,6 +25,8 @@ from a2x_local.taxonomy.build.steps import STEPS, Level
 from a2x_local.taxonomy.config import BuildConfig
 
 SPLIT, CROSS_PICK, CROSS_PLACE, FINISHED = "split", "cross_pick", "cross_place", "done"
+# Answers handed to the observer at a time (the progress bar moves while a long round runs).
+_PROGRESS_EVERY = 256
 
 
 class BuildAborted(UserError):
@@ -29,11 +34,34 @@ class BuildAborted(UserError):
 
 
 class RoundObserver(Protocol):
-    """Told about every engine round (progress display); ``services`` counts the services the round is about."""
+    """Told about every engine round (progress display). A round is streamed, so its size is known only at its
+    end: ``services`` counts the services the round is about, ``round_answered`` comes with each answered chunk,
+    ``round_finished`` with the round's requests and failures."""
 
-    def round_started(self, step: str, level: int, requests: int, services: int) -> None: ...
+    def round_started(self, step: str, level: int, services: int) -> None: ...
 
-    def round_finished(self, step: str, results: Sequence[Result]) -> None: ...
+    def round_answered(self, step: str, results: Sequence[Result]) -> None: ...
+
+    def round_finished(self, step: str, requests: int, failed: int) -> None: ...
+
+
+@dataclass
+class _Tally:
+    """What one streamed round sent and got back, counted as its answers come (the answers are not kept)."""
+
+    requests: int = 0
+    failed: int = 0
+    first_error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, result: Result) -> None:
+        self.requests += 1
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        if not result.ok:
+            self.failed += 1
+            self.first_error = self.first_error or result.error
 
 
 class Builder:
@@ -83,16 +111,14 @@ class Builder:
             self._finalise_level()
             return None
         works = [state.work[n] for n in sorted(state.work) if state.work[n].status == step.name]
-        planned = step.plan(self._level, works)
-        if planned:
-            results = self._round(step.name, planned)
-            for plan, result in zip(planned, results, strict=True):
-                step.apply(self._level, state.work[plan.node], plan, result)
+        ran = self._round(step.name, step.plan(self._level, works),
+                          lambda plan, result: step.apply(self._level, state.work[plan.node], plan, result),
+                          services=sum(len(work.services) for work in works))
         if step.after is not None:      # model-free work ending the step, for every node that took part
             for work in works:
                 if work.status == step.name:
                     step.after(self._level, work)
-        return step.name if planned else None
+        return step.name if ran else None
 
     def _start_level(self) -> None:
         state = self.state
@@ -130,50 +156,70 @@ class Builder:
 
     def _cross_pick(self) -> str | None:
         state = self.state
-        planned = crossdomain.pick_requests(state, self.services, self.config, self.engine)
-        if planned:
-            crossdomain.apply_picks(planned, self._round("crossdomain_pick", planned), state)
+        recorder = crossdomain.PickRecorder(state)
+        ran = self._round("crossdomain_pick", crossdomain.pick_requests(state, self.services, self.config,
+                                                                          self.engine),
+                          recorder.apply, services=len(recorder.tree.service_ids()))
         state.phase = CROSS_PLACE
-        return "crossdomain_pick" if planned else None
+        return "crossdomain_pick" if ran else None
 
     def _cross_place(self) -> str | None:
         state = self.state
-        planned = crossdomain.place_requests(state, self.services, self.config, self.engine)
-        if planned:
-            results = self._round("crossdomain_place", planned)
-            for plan, result in zip(planned, results, strict=True):
-                crossdomain.apply_place(plan, result, self.config, state)
+        ran = self._round("crossdomain_place", crossdomain.place_requests(state, self.services, self.config,
+                                                                          self.engine),
+                          lambda plan, result: crossdomain.apply_place(plan, result, self.config, state),
+                          services=len(state.cross_picks))
         state.cross_done = True
         state.cross_picks = []
         state.queue = crossdomain.overfull_leaves(state, self.config)
         state.count("leaves_resplit_after_cross_domain", len(state.queue))
         state.phase = SPLIT
-        return "crossdomain_place" if planned else None
+        return "crossdomain_place" if ran else None
 
     # -- one engine round --------------------------------------------------------------------------------------
 
-    def _round(self, step: str, planned: list[Planned]) -> list[Result]:
-        requests = [p.request for p in planned]
+    def _round(self, step: str, planned: Iterable[Planned], apply: Callable[[Planned, Result], None], *,
+               services: int) -> bool:
+        """One engine round over ``planned``, streamed: requests are made as the engine takes them (`Engine.stream`,
+        a bounded chunk at a time) and each answer is applied as it comes, so neither the round's prompts nor its
+        answers are ever held whole. False when the step had nothing to ask."""
+        plans = iter(planned)
+        first = next(plans, None)
+        if first is None:
+            return False
         if self.observer:
-            services = sum(len(p.items) for p in planned) or sum(
-                len(self.state.work[p.node].services) for p in planned if p.node in self.state.work)
-            self.observer.round_started(step, self.state.level, len(requests), services)
+            self.observer.round_started(step, self.state.level, services)
+        waiting: deque[Planned] = deque()
+
+        def requests() -> Iterator[Request]:
+            for plan in chain((first,), plans):
+                waiting.append(plan)
+                yield plan.request
+
+        tally = _Tally()
         rounds_before = self.engine.usage.rounds
-        results = self.engine.generate(requests)
-        failed = [r for r in results if not r.ok]
-        self.state.rounds.append({
-            "step": step, "level": self.state.level, "requests": len(requests), "failed": len(failed),
-            "engine_rounds": self.engine.usage.rounds - rounds_before,
-            "prompt_tokens": sum(r.prompt_tokens for r in results),
-            "completion_tokens": sum(r.completion_tokens for r in results),
-        })
+        answered: list[Result] = []
+        for result in self.engine.stream(requests()):
+            apply(waiting.popleft(), result)
+            tally.add(result)
+            if self.observer:
+                answered.append(result)
+                if len(answered) >= _PROGRESS_EVERY:
+                    self.observer.round_answered(step, answered)
+                    answered = []
         if self.observer:
-            self.observer.round_finished(step, results)
-        if failed and len(failed) > self.config.max_failed_fraction * len(requests):
+            self.observer.round_answered(step, answered)
+            self.observer.round_finished(step, tally.requests, tally.failed)
+        self.state.rounds.append({
+            "step": step, "level": self.state.level, "requests": tally.requests, "failed": tally.failed,
+            "engine_rounds": self.engine.usage.rounds - rounds_before,
+            "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens,
+        })
+        if tally.failed and tally.failed > self.config.max_failed_fraction * tally.requests:
             raise BuildAborted(
-                f"{len(failed)} of {len(requests)} {step} answers stayed invalid after the retry"
-                f" (first: {failed[0].error})",
+                f"{tally.failed} of {tally.requests} {step} answers stayed invalid after the retry"
+                f" (first: {tally.first_error})",
                 hint="check the model and its context window (max_model_len); lower budget_chars_per_token (larger"
                      " answer budgets) or raise max_failed_fraction in [build]; then `a2x-local build --resume`",
             )
-        return results
+        return True

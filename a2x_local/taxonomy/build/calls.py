@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,17 +130,23 @@ def fit_chunks(items: Sequence[str], size: int, make: Callable[[list[str]], Requ
 
     Returns the (chunk, request) pairs and the items that do not fit even alone.
     """
-    planned: list[tuple[list[str], Request]] = []
     unfit: list[str] = []
-    todo = chunks(items, size, boundaries)
+    planned = list(fitting_chunks(items, size, make, unfit, boundaries=boundaries))
+    return planned, unfit
+
+
+def fitting_chunks(items: Sequence[str], size: int, make: Callable[[list[str]], Request | None], unfit: list[str], *,
+                   boundaries: str = "fixed") -> Iterator[tuple[list[str], Request]]:
+    """`fit_chunks` made lazily, one request at a time, so a round over a million services is never one list of
+    prompts; the items that do not fit even alone are added to ``unfit`` as they are met."""
+    todo = deque(chunks(items, size, boundaries))
     while todo:
-        chunk = todo.pop(0)
+        chunk = todo.popleft()
         request = make(chunk)
         if request is not None:
-            planned.append((chunk, request))
+            yield chunk, request
         elif len(chunk) == 1:
             unfit.extend(chunk)
         else:
             half = len(chunk) // 2
-            todo[:0] = [chunk[:half], chunk[half:]]
-    return planned, unfit
+            todo.extendleft([chunk[half:], chunk[:half]])

@@ -7,11 +7,11 @@ each one (only that domain's leaves are offered, with a confidence that must rea
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 from a2x_local.llm import Engine, RegexConstraint, Request, Result, clip
 from a2x_local.registry import Service
-from a2x_local.taxonomy.build.calls import Planned, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.build.calls import Planned, fitted_request, fitting_chunks, numbered, service_line
 from a2x_local.taxonomy.build.schemas import (
     lines_budget,
     lines_regex,
@@ -31,10 +31,10 @@ def _brief(node: TreeNode, config: BuildConfig) -> str:
 
 
 def pick_requests(state: BuildState, services: Mapping[str, Service], config: BuildConfig,
-                  engine: Engine) -> list[Planned]:
+                  engine: Engine) -> Iterator[Planned]:
+    """Per leaf, which of its services also belong to another domain; made as the round takes them."""
     tree = state.tree()
     domains = tree.root.children
-    planned: list[Planned] = []
     for leaf in tree.leaves():
         if leaf.id == state.root_id or not leaf.services:
             continue
@@ -60,29 +60,35 @@ def pick_requests(state: BuildState, services: Mapping[str, Service], config: Bu
                 user={"filed_under": filed_under, "domains": block, "services": numbered(lines)},
             )
 
-        pairs, unfit = fit_chunks(leaf.services, config.cross_domain_batch_size, make,
-                                  boundaries=config.batch_boundaries)
+        unfit: list[str] = []
+        for chunk, request in fitting_chunks(leaf.services, config.cross_domain_batch_size, make, unfit,
+                                             boundaries=config.batch_boundaries):
+            yield Planned(request, leaf.id, tuple(chunk))
         state.count("cross_domain_unfit_services", len(unfit))
-        planned.extend(Planned(request, leaf.id, tuple(chunk)) for chunk, request in pairs)
-    return planned
 
 
-def apply_picks(planned: Sequence[Planned], results: Sequence[Result], state: BuildState) -> None:
-    """Record (service, leaf, target domain) picks, each pair once; a failed answer means no extra domain (safe)."""
-    tree = state.tree()             # the nodes do not change while picks are recorded
-    seen: set[tuple[str, str]] = set()
-    for plan, result in zip(planned, results, strict=True):
+class PickRecorder:
+    """Records (service, leaf, target domain) picks as answers come, each pair once; a failed answer means no extra
+    domain (safe). The nodes do not change while picks are recorded, so one view of the tree serves the round."""
+
+    def __init__(self, state: BuildState) -> None:
+        self.state = state
+        self.tree = state.tree()
+        self.seen: set[tuple[str, str]] = set()
+
+    def apply(self, plan: Planned, result: Result) -> None:
+        state = self.state
         if not result.ok:
             state.count("cross_domain_pick_failed_services", len(plan.items))
-            continue
+            return
         offered = plan.request.context["domains"]
         for service_id, item in zip(plan.items, parse_lines(result.value, len(plan.items)), strict=True):
             for position in parse_positions(item)[: len(offered)]:
                 target = offered[position - 1]
-                if (service_id, target) in seen:
+                if (service_id, target) in self.seen:
                     continue
-                seen.add((service_id, target))
-                if service_id in tree.subtree_services(target):
+                self.seen.add((service_id, target))
+                if service_id in self.tree.subtree_services(target):
                     state.count("cross_domain_already_there")
                     continue
                 state.cross_picks.append([service_id, plan.node, target])
@@ -90,12 +96,12 @@ def apply_picks(planned: Sequence[Planned], results: Sequence[Result], state: Bu
 
 
 def place_requests(state: BuildState, services: Mapping[str, Service], config: BuildConfig,
-                   engine: Engine) -> list[Planned]:
+                   engine: Engine) -> Iterator[Planned]:
+    """Per target domain, which of its leaves takes each picked service; made as the round takes them."""
     by_domain: dict[str, list[str]] = {}
-    for service_id, _leaf, target in state.cross_picks:     # each (service, target) once: see apply_picks
+    for service_id, _leaf, target in state.cross_picks:     # each (service, target) once: see PickRecorder
         by_domain.setdefault(target, []).append(service_id)
     tree = state.tree()
-    planned: list[Planned] = []
     for target in sorted(by_domain, key=tree.root.children.index):
         leaves = [node for node in tree.walk(target) if node.is_leaf]
         item = placement_item(len(leaves))
@@ -116,11 +122,11 @@ def place_requests(state: BuildState, services: Mapping[str, Service], config: B
                 user={"domain": state.nodes[target].name, "categories": block, "services": numbered(lines)},
             )
 
-        pairs, unfit = fit_chunks(by_domain[target], config.cross_domain_batch_size, make,
-                                  boundaries=config.batch_boundaries)
+        unfit: list[str] = []
+        for chunk, request in fitting_chunks(by_domain[target], config.cross_domain_batch_size, make, unfit,
+                                             boundaries=config.batch_boundaries):
+            yield Planned(request, target, tuple(chunk))
         state.count("cross_domain_unfit_services", len(unfit))
-        planned.extend(Planned(request, target, tuple(chunk)) for chunk, request in pairs)
-    return planned
 
 
 def apply_place(plan: Planned, result: Result, config: BuildConfig, state: BuildState) -> None:

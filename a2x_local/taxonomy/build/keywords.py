@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -25,7 +25,14 @@ from a2x_local.llm import (
     resolve_embedding_model,
 )
 from a2x_local.registry import Service
-from a2x_local.taxonomy.build.calls import Planned, context_for, fit_chunks, fitted_request, numbered, service_line
+from a2x_local.taxonomy.build.calls import (
+    Planned,
+    context_for,
+    fitted_request,
+    fitting_chunks,
+    numbered,
+    service_line,
+)
 from a2x_local.taxonomy.build.schemas import keywords_item, lines_budget, lines_regex, parse_lines
 from a2x_local.taxonomy.build.state import DESIGN, BuildState, NodeWork
 from a2x_local.taxonomy.config import BuildConfig
@@ -39,9 +46,8 @@ def normalise(keyword: str) -> str:
 
 
 def keyword_requests(works: Sequence[NodeWork], services: Mapping[str, Service], config: BuildConfig,
-                     engine: Engine, state: BuildState) -> list[Planned]:
-    """One request per batch of services, for every large node of the level."""
-    planned: list[Planned] = []
+                     engine: Engine, state: BuildState) -> Iterator[Planned]:
+    """One request per batch of services, for every large node of the level, made as the round takes them."""
     per_line = 8 + config.keywords_per_service_max * (config.keyword_max_chars + 2)
     for work in works:
         context = context_for(work, state)
@@ -50,10 +56,11 @@ def keyword_requests(works: Sequence[NodeWork], services: Mapping[str, Service],
             lines = [service_line(services[s], config.assign_description_chars) for s in chunk]
             return _fitted(engine, config, work, chunk, lines, per_line, context)
 
-        pairs, unfit = fit_chunks(work.services, config.keyword_batch_size, make, boundaries=config.batch_boundaries)
+        unfit: list[str] = []
+        for chunk, request in fitting_chunks(work.services, config.keyword_batch_size, make, unfit,
+                                             boundaries=config.batch_boundaries):
+            yield Planned(request, work.node_id, tuple(chunk))
         state.count("keywords_unfit_services", len(unfit))
-        planned.extend(Planned(request, work.node_id, tuple(chunk)) for chunk, request in pairs)
-    return planned
 
 
 def _fitted(engine: Engine, config: BuildConfig, work: NodeWork, chunk: list[str], lines: list[str],

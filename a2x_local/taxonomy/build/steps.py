@@ -9,7 +9,7 @@ and answer handling) and one entry here; a node's status names the step it waits
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from a2x_local.llm import Engine, Request, Result
@@ -34,11 +34,12 @@ class Level:
 
 @dataclass(frozen=True)
 class Step:
-    """One step: ``plan`` gives one round's requests for the nodes waiting at it, ``apply`` takes one answer into
+    """One step: ``plan`` gives one round's requests for the nodes waiting at it (a list, or a generator for the
+    steps whose rounds grow with the registry: they are streamed through the engine), ``apply`` takes one answer into
     its node's work, ``after`` (optional) ends the step for a node that is still at it, answered or not."""
 
     name: str
-    plan: Callable[[Level, Sequence[NodeWork]], list[Planned]]
+    plan: Callable[[Level, Sequence[NodeWork]], Iterable[Planned]]
     apply: Callable[[Level, NodeWork, Planned, Result], None]
     after: Callable[[Level, NodeWork], None] | None = None
 
