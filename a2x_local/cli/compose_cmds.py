@@ -46,6 +46,9 @@ def compose_command(
                                                    "decomposer).", show_default=False)] = None,
     alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0, help="Weight of similarity against "
                                                 "compatibility when choosing a step's service.")] = None,
+    rerank: Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Let the model re-order each step's "
+                                                "candidates (one constrained call for all steps; needs --model; "
+                                                "default: \\[compose] rerank).", show_default=False)] = None,
     trace: Annotated[bool, typer.Option("--trace", help="Also print how each candidate scored and what SAD did "
                                         "(--json always includes it).")] = False,
     db: DbOption = None,
@@ -70,12 +73,12 @@ def compose_command(
     with progress_bars(want_progress(json_output)) as bars:
         composer = open_composer(settings, engine_options=engine_options, method_options=method.options,
                                  steps=steps, progress=bars, decomposer=decomposer, alpha=alpha,
-                                 step_method=method.name)
+                                 step_method=method.name, rerank=rerank)
     with composer:
         if sad and composer.model is None:
             raise UserError(f"--sad needs a model decomposer, and this plan's is {composer.label}",
                             hint="give --model ALIAS (see `a2x-local models list`), or leave out --sad")
-        plans = composer.plan(texts, k=k, sad=sad, mode=method.mode)
+        plans = composer.plan(texts, k=k, sad=sad, mode=method.mode, rerank=rerank)
         usage = composer.engine.usage if composer.engine is not None else None
     if json_output:
         dumped = [plan.model_dump(mode="json") for plan in plans]
@@ -116,7 +119,12 @@ def plan_tree(plan: Plan) -> RichTree:
             if step.choice is None:
                 node.add(f"[red]no service found[/red]{': ' + shown_inline(step.error) if step.error else ''}")
                 continue
-            node.add(f"[green]→ {_candidate_text(step.choice)}[/green]")
+            sure = "" if step.confidence is None else f" [dim](confidence {step.confidence:.2f})[/dim]"
+            node.add(f"[green]→ {_candidate_text(step.choice)}[/green]{sure}")
+            if step.low_confidence:
+                runner_up = (f"; runner-up: {_candidate_text(step.alternatives[0])}" if step.alternatives else "")
+                node.add(f"[yellow]⚠ low confidence: this service may not do what the step asks{runner_up}; "
+                         "ask the user[/yellow]")
             if step.alternatives:
                 node.add("[dim]alternatives:[/dim] " + ", ".join(_candidate_text(c) for c in step.alternatives))
     return root
@@ -142,8 +150,10 @@ def trace_tree(plan: Plan) -> RichTree:
         for candidate in ([step.choice] if step.choice else []) + step.alternatives:
             compat = "-" if candidate.compatibility is None else f"{candidate.compatibility:.2f}"
             signals = ", ".join(f"{name} {value:.2f}" for name, value in candidate.signals.items())
-            node.add(f"#{candidate.rank} {shown_inline(candidate.name)}: similarity {candidate.similarity:.2f}, "
-                     f"compatibility {compat}{' (' + signals + ')' if signals else ''} → {candidate.score:.2f}")
+            standing = "" if candidate.z is None else f" (z {candidate.z:.1f})"
+            node.add(f"#{candidate.rank} {shown_inline(candidate.name)}: similarity {candidate.similarity:.2f}"
+                     f"{standing}, compatibility {compat}{' (' + signals + ')' if signals else ''} → "
+                     f"{candidate.score:.2f}")
     sad = plan.sad
     branch = root.add(f"SAD: {'applied' if sad.applied else 'not applied'}"
                       + (f" ({shown_inline(sad.reason)})" if sad.reason else "")

@@ -1,10 +1,11 @@
 """Composition: one service per step by similarity and compatibility, then the dependency DAG and its groups.
 
 Steps are taken in order (a step depends only on earlier ones, so order is topological). For each, every
-candidate scores alpha * similarity + (1 - alpha) * mean compatibility with the services already chosen (the
-SkillWeaver rule, ALGORITHM.md §5); the best is chosen and the rest are kept as alternatives. Edges are the
-decomposition's ``depends_on`` plus output -> input overlaps between chosen services; the parallel groups are the
-DAG's topological levels.
+candidate scores SkillWeaver's Eq. 4, ``alpha * sim(step, service) + (1 - alpha) * mean compatibility`` with the
+services already chosen (ALGORITHM.md §5), sim being the cosine of the step and the service in the dense model's
+space (the rank mapped to (0, 1] when no dense model is at hand); the best is chosen, the rest are kept as
+alternatives, and the step gets a confidence (relevance.py). Edges are the decomposition's ``depends_on`` plus
+output -> input overlaps between chosen services; the parallel groups are the DAG's topological levels.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from a2x_local.compose.compatibility import Profile, feeds, signals
+from a2x_local.compose.compatibility import PUBLISHED, KeywordWeights, Profile, feeds, signals
+from a2x_local.compose.relevance import Confidence, Evidence
 from a2x_local.compose.types import Candidate, Edge, PlanStep, Step
 
 
@@ -23,6 +25,17 @@ class Retrieved:
     ids: list[str]
     scores: list[float | None]
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How candidates score: Eq. 4's alpha, the compatibility signals used and their keyword weights, and how a
+    step's confidence is read."""
+
+    alpha: float = 0.5
+    signals: tuple[str, ...] = PUBLISHED
+    weights: KeywordWeights | None = None
+    confidence: Confidence = field(default_factory=Confidence)
 
 
 @dataclass
@@ -37,29 +50,36 @@ class Assembly:
 
 
 def similarity(rank: int, count: int) -> float:
-    """Rank 1 of ``count`` -> 1.0, rank ``count`` -> 1/count: one scale for every method, ranked or not."""
+    """Rank 1 of ``count`` -> 1.0, rank ``count`` -> 1/count: the similarity when no cosine is known."""
     return (count - rank + 1) / count
 
 
-def _candidate(service_id: str, rank: int, count: int, score: float | None, names: Mapping[str, str],
-               chosen: Sequence[str], profiles: Mapping[str, Profile], alpha: float) -> Candidate:
-    sim = similarity(rank, count)
+def _compatibility(service_id: str, chosen: Sequence[str], profiles: Mapping[str, Profile],
+                   scoring: Scoring) -> tuple[float | None, dict[str, float]]:
     profile = profiles.get(service_id)
     per_signal: dict[str, list[float]] = {}
     means = []
     for earlier in chosen:
         if earlier == service_id or profile is None or earlier not in profiles:
             continue  # a service is not compatible with itself: reuse is for similarity alone to justify
-        found = signals(profiles[earlier], profile)
+        found = signals(profiles[earlier], profile, enabled=scoring.signals, weights=scoring.weights)
         if found:
             means.append(sum(found.values()) / len(found))
             for name, value in found.items():
                 per_signal.setdefault(name, []).append(value)
     compat = sum(means) / len(means) if means else None
+    return compat, {name: round(sum(v) / len(v), 6) for name, v in sorted(per_signal.items())}
+
+
+def _candidate(service_id: str, rank: int, count: int, score: float | None, sim: float, evidence: Evidence,
+               names: Mapping[str, str], chosen: Sequence[str], profiles: Mapping[str, Profile],
+               scoring: Scoring) -> Candidate:
+    compat, per_signal = _compatibility(service_id, chosen, profiles, scoring)
+    alpha = scoring.alpha
     total = sim if compat is None else alpha * sim + (1 - alpha) * compat
     return Candidate(id=service_id, name=names.get(service_id, service_id), rank=rank, retrieval_score=score,
-                     similarity=round(sim, 6), compatibility=None if compat is None else round(compat, 6),
-                     signals={name: round(sum(v) / len(v), 6) for name, v in sorted(per_signal.items())},
+                     similarity=round(sim, 6), cosine=None if evidence.cosine is None else round(evidence.cosine, 6),
+                     z=evidence.z, compatibility=None if compat is None else round(compat, 6), signals=per_signal,
                      score=round(total, 6))
 
 
@@ -74,6 +94,23 @@ def _neutral(scored: list[Candidate], alpha: float) -> list[Candidate]:
             c.model_copy(update={"score": round(alpha * c.similarity + (1 - alpha) * neutral, 6)}) for c in scored]
 
 
+def _similarities(kept: Sequence[str], evidence: Sequence[Evidence], order: Sequence[str] | None) -> list[float]:
+    """Eq. 4's sim per kept candidate: its cosine (the rank scale where any cosine is missing); with a re-ranked
+    ``order``, the cosines sorted high to low are handed out along it, so the re-ranker decides the order and the
+    scale stays the bi-encoder's."""
+    count = len(kept)
+    if any(e.cosine is None for e in evidence) or len(evidence) != count:
+        values = [similarity(rank, count) for rank in range(1, count + 1)]
+        by_id = dict(zip(kept, values, strict=True))
+    else:
+        by_id = {service_id: e.cosine or 0.0 for service_id, e in zip(kept, evidence, strict=True)}
+    if order:
+        ranked = [service_id for service_id in order if service_id in by_id]
+        ranked += [service_id for service_id in kept if service_id not in ranked]
+        by_id = dict(zip(ranked, sorted(by_id.values(), reverse=True), strict=True))
+    return [by_id[service_id] for service_id in kept]
+
+
 def _levels(steps: Sequence[Step], incoming: Mapping[str, set[str]]) -> dict[str, int]:
     level: dict[str, int] = {}
     for step in steps:  # earlier steps first, so every source's level is known
@@ -82,15 +119,24 @@ def _levels(steps: Sequence[Step], incoming: Mapping[str, set[str]]) -> dict[str
 
 
 def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[Retrieved], *, candidates: int,
-             alpha: float, names: Mapping[str, str], profiles: Mapping[str, Profile]) -> Assembly:
-    """The plan's steps for one request: ``retrieved[i]`` is what step i's search found."""
+             names: Mapping[str, str], profiles: Mapping[str, Profile], scoring: Scoring | None = None,
+             evidence: Sequence[Sequence[Evidence]] | None = None,
+             orders: Sequence[Sequence[str] | None] | None = None) -> Assembly:
+    """The plan's steps for one request: ``retrieved[i]`` is what step i's search found, ``evidence[i]`` the cosine
+    and z of each of its first ``candidates`` services (None: no dense model), ``orders[i]`` a re-ranker's order."""
+    scoring = scoring or Scoring()
     chosen: list[str] = []
     chosen_by_step: dict[str, str] = {}
     composed: list[tuple[Step, list[Candidate], Retrieved]] = []
-    for step, found in zip(steps, retrieved, strict=True):
+    for index, (step, found) in enumerate(zip(steps, retrieved, strict=True)):
         kept = list(zip(found.ids, found.scores, strict=True))[:candidates]
-        scored = _neutral([_candidate(service_id, rank, len(kept), score, names, chosen, profiles, alpha)
-                           for rank, (service_id, score) in enumerate(kept, start=1)], alpha)
+        ids = [service_id for service_id, _ in kept]
+        proof = list(evidence[index]) if evidence is not None else [Evidence()] * len(kept)
+        proof = (proof + [Evidence()] * len(kept))[:len(kept)]
+        sims = _similarities(ids, proof, orders[index] if orders is not None else None)
+        scored = _neutral([_candidate(service_id, rank, len(kept), score, sim, e, names, chosen, profiles, scoring)
+                           for rank, ((service_id, score), sim, e) in enumerate(zip(kept, sims, proof, strict=True),
+                                                                               start=1)], scoring.alpha)
         scored.sort(key=lambda c: (-c.score, c.rank))
         if scored:
             chosen.append(scored[0].id)
@@ -114,10 +160,13 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
     order = {step.id: i for i, step in enumerate(steps)}
     plan_steps, rankings = [], []
     for (step, scored, found), query in zip(composed, queries, strict=True):
+        choice = scored[0] if scored else None
+        confidence = scoring.confidence.of(choice.z, choice.compatibility, scoring.alpha) if choice else None
         plan_steps.append(PlanStep(
             id=step.id, task=step.task, query=query, group=level[step.id],
-            depends_on=sorted(incoming[step.id], key=order.__getitem__),
-            choice=scored[0] if scored else None, alternatives=scored[1:], error=found.error))
+            depends_on=sorted(incoming[step.id], key=order.__getitem__), choice=choice, alternatives=scored[1:],
+            confidence=None if confidence is None else round(confidence, 4),
+            low_confidence=confidence is not None and confidence < scoring.confidence.threshold, error=found.error))
         head = [candidate.id for candidate in scored]
         shown = set(head)
         rankings.append(head + [service_id for service_id in found.ids if service_id not in shown])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
+from a2x_local.compose.compatibility import SIGNALS
 from a2x_local.settings import SectionConfig
 
 DecomposerName = Literal["auto", "model", "rule"]
@@ -26,6 +27,13 @@ class ComposeConfig(SectionConfig):
     step_method: str
     candidates: int = Field(ge=1, le=100)
     alpha: float = Field(ge=0, le=1)
+    signals: tuple[str, ...]
+    probe: bool
+    confidence_z: float
+    confidence_scale: float = Field(gt=0)
+    low_confidence: float = Field(ge=0, le=1)
+    rerank: bool
+    rerank_candidates: int = Field(ge=2, le=30)
     sad: bool
     sad_hints: int = Field(ge=1, le=100)
     sad_rounds: int = Field(ge=0, le=5)
@@ -33,3 +41,12 @@ class ComposeConfig(SectionConfig):
     budget_chars_per_token: float = Field(gt=0)
     temperature: float = Field(ge=0)
     seed: int
+
+    @field_validator("signals")
+    @classmethod
+    def _known_signals(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [name for name in value if name not in SIGNALS]
+        if unknown:
+            raise ValueError(f"unknown compatibility signals {unknown}; choose from {list(SIGNALS)}")
+        return tuple(dict.fromkeys(value))
+

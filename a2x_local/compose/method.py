@@ -39,6 +39,7 @@ class ComposeOptions(EngineOptions):
     alpha: float | None = Field(None, ge=0, le=1, description="weight of similarity against compatibility")
     candidates: int | None = Field(None, ge=1, description="candidates kept per step")
     max_steps: int | None = Field(None, ge=1, description="most steps per request")
+    rerank: bool | None = Field(None, description="listwise re-ranking of each step's candidates by the model")
     start_engine: bool | None = Field(None, description="start a model when one is needed and none was given "
                                                         "(false: decompose by the rules, refuse model-only choices)")
 
@@ -47,8 +48,7 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
     """A plan as a ranked search answer; the trace carries what evaluation scores about the decomposition."""
     plan = planned.plan
     kept = [[c.id for c in ([step.choice] if step.choice else []) + step.alternatives] for step in plan.steps]
-    ranking = merged_ranking(plan.services, planned.rankings if depth else kept,
-                             depth or sum(len(ids) for ids in kept))
+    ranking = planned.ranking(depth) if depth else merged_ranking(plan.services, kept, sum(len(ids) for ids in kept))
     trace = {"method": "compose", "decomposer": plan.decomposer,
              "compose": {"steps": len(plan.steps), "services": list(plan.services),
                          "step_rankings": [ids[:RANKINGS_KEPT] for ids in planned.rankings],
@@ -96,7 +96,8 @@ def _compose(settings: Settings, db_path: Path, options: ComposeOptions,
         settings, db_path=db_path, engine=engine, engine_options=EngineOptions.of(**flags),
         method_options=options.model_extra, steps=options.steps_file, progress=progress,
         step_method=options.step_method, decomposer=options.decomposer, sad=options.sad, alpha=options.alpha,
-        candidates=options.candidates, max_steps=options.max_steps, start_engine=options.start_engine is not False)
+        candidates=options.candidates, max_steps=options.max_steps, rerank=options.rerank,
+        start_engine=options.start_engine is not False)
     return ComposeSearch(composer)
 
 

@@ -15,13 +15,22 @@ from a2x_local.compose.compatibility import profiles
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer
 from a2x_local.compose.planner import Composer
+from a2x_local.compose.relevance import Confidence, Relevance
+from a2x_local.compose.rerank import Reranker
 from a2x_local.compose.steps_file import StepsBook, StepsBounds, load_steps_file
 from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineOptions, check_ref, engine_settings, make_engine
 from a2x_local.registry import Registry
-from a2x_local.search import ProgressFactory, make_method, method_names, method_spec
+from a2x_local.search import (
+    ProgressFactory,
+    keyword_tokenizer,
+    make_method,
+    method_names,
+    method_spec,
+    open_similarity,
+)
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
 
@@ -73,6 +82,26 @@ def _decomposer(config: ComposeConfig, steps: StepsBook | None, settings: Settin
     return config.decomposer
 
 
+def _relevance(settings: Settings, db_path: Path, method: Any, config: ComposeConfig,
+               progress: ProgressFactory | None) -> tuple[Relevance | None, str | None]:
+    """The dense model's cosines for Eq. 4 and the confidences (None, with a note, when it cannot be had)."""
+    try:
+        similarity = open_similarity(settings, db_path, method=method, progress=progress)
+    except UserError as exc:
+        return None, (f"no dense model ({exc.message}), so similarity is the step method's rank and steps carry "
+                      "no confidence")
+    confidence = Confidence(config.confidence_z, config.confidence_scale, config.low_confidence)
+    return Relevance(similarity, confidence, probe_depth=config.candidates), None
+
+
+def _tokenizer(settings: Settings) -> Any:
+    """BM25's words for keyword co-occurrence (None without the retrieval extra: the signal is then absent)."""
+    try:
+        return keyword_tokenizer(settings)
+    except UserError:
+        return None
+
+
 def open_composer(settings: Settings, *, db_path: Path | None = None, engine: Engine | None = None,
                   engine_options: EngineOptions | None = None, method_options: Mapping[str, Any] | None = None,
                   steps: str | Path | StepsBook | None = None, progress: ProgressFactory | None = None,
@@ -104,9 +133,10 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
     method = None if step_engine else make_method(config.step_method, settings, db_path, progress=progress,
                                                   **options)
     owns_engine = False
-    if engine is None and (decomposer == "model" or step_engine):
+    if engine is None and (decomposer == "model" or step_engine or config.rerank):
         if not start_engine:
-            needs = f"the {config.step_method} step method" if step_engine else "the model decomposer"
+            needs = (f"the {config.step_method} step method" if step_engine else
+                     "the model decomposer" if decomposer == "model" else "re-ranking")
             raise UserError(f"{needs} needs a model, and none runs here", code="NoModel",
                             hint="use a retrieval step method (hybrid, dense, bm25) and the rule decomposer, or "
                                  "give a model")
@@ -120,10 +150,23 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
         if owns_engine and engine is not None:
             engine.close()
         raise
-    notes = [stale_note] if stale_note else []
+    try:
+        relevance, dense_note = _relevance(settings, db_path, method, config, progress)
+    except BaseException:
+        if owns_engine and engine is not None:
+            engine.close()
+        raise
+    notes = [note for note in (stale_note, dense_note) if note]
     if decomposer == "rule" and config.decomposer == "auto":
         notes.append("no model is installed, so the rule decomposer split the request (give --model to use one)")
-    return Composer(config=config, method=method, method_name=config.step_method,
-                    names={service.id: service.name for service in services}, profiles=profiles(services, tree),
-                    decomposer=decomposer, model=model, steps=book, engine=engine if model or step_engine
-                    else None, owns_engine=owns_engine, step_modes=spec.modes, notes=notes)
+    names = {service.id: service.name for service in services}
+    found, weights = profiles(services, tree, _tokenizer(settings))
+    reranker = Reranker(engine, depth=config.rerank_candidates, names=names,
+                        descriptions={service.id: service.description for service in services},
+                        temperature=config.temperature, seed=config.seed) if engine is not None else None
+    # An engine given but not needed by the default plan (rule decomposer, retrieval steps, no re-rank) is not
+    # this composer's to describe; it still serves `plan(rerank=True)`.
+    used = engine if model or step_engine or config.rerank else None
+    return Composer(config=config, method=method, method_name=config.step_method, names=names, profiles=found,
+                    decomposer=decomposer, model=model, steps=book, engine=used, owns_engine=owns_engine,
+                    step_modes=spec.modes, notes=notes, relevance=relevance, weights=weights, reranker=reranker)

@@ -13,25 +13,37 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2x_local.compose.assemble import Retrieved, assemble
-from a2x_local.compose.compatibility import Profile, jaccard
+from a2x_local.compose.assemble import Retrieved, Scoring, assemble, merged_ranking
+from a2x_local.compose.compatibility import KeywordWeights, Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer, prompt_hash
-from a2x_local.compose.rules import rule_steps
+from a2x_local.compose.relevance import Confidence, Evidence, Relevance
+from a2x_local.compose.rerank import Reranker, RerankItem
+from a2x_local.compose.rerank import prompt_hash as rerank_prompt_hash
+from a2x_local.compose.rules import rule_draft, search_text
 from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
 from a2x_local.costs import AnswerCost
+from a2x_local.errors import UserError
 from a2x_local.llm import Engine
 from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_mode, check_queries
 
 
 @dataclass
 class Planned:
-    """A plan and the per-step rankings behind it (deeper than the candidates a plan keeps), for ranked answers."""
+    """A plan and the per-step rankings behind it (deeper than the candidates a plan keeps), for ranked answers;
+    ``whole`` is the ranking of the request as a whole (searched for plans of several steps)."""
 
     plan: Plan
     rankings: list[list[str]]
+    whole: list[str] = field(default_factory=list)
+
+    def ranking(self, depth: int) -> list[str]:
+        """The plan as one ranked answer: the chosen services first, then every step's ranking and the whole
+        request's taken in turns. The whole request is one more view of its needs: it finds what a step's words
+        alone miss ("... and then check what it will do to our AWS bill")."""
+        return merged_ranking(self.plan.services, [*self.rankings, *([self.whole] if self.whole else [])], depth)
 
 
 @dataclass
@@ -46,9 +58,12 @@ class _Work:
     sad: SadReport = field(default_factory=lambda: SadReport(applied=False))
     hints: list[str] = field(default_factory=list)   # SAD: the service ids last shown to the model
 
+    orders: list[list[str] | None] = field(default_factory=list)    # a re-ranker's order per step
+
     def queries(self) -> list[str]:
-        """A one-step plan searches the request itself: a single need behaves exactly like plain search."""
-        return [self.request] if len(self.steps) == 1 else [step.task for step in self.steps]
+        """A one-step plan searches the request itself: a single need behaves exactly like plain search. A step
+        searches its task without the list marker and sequence words it opens with."""
+        return [self.request] if len(self.steps) == 1 else [search_text(step.task) for step in self.steps]
 
 
 class StepSearch:
@@ -72,9 +87,12 @@ class StepSearch:
             work.ledger.add(AnswerCost.side_by_side(mine.values()))
             self.seen.update(mine)
 
-    def retrieved(self, text: str) -> Retrieved:
+    def retrieved(self, text: str, order: list[str] | None = None) -> Retrieved:
+        """What the search of ``text`` found, in a re-ranker's ``order`` when one is given."""
         answer = self.seen[text]
-        return Retrieved(answer.ids, [hit.score for hit in answer.hits], answer.error)
+        scores = {hit.service_id: hit.score for hit in answer.hits}
+        ids = order if order is not None else answer.ids
+        return Retrieved(list(ids), [scores.get(service_id) for service_id in ids], answer.error)
 
     def rankings(self, work: _Work) -> list[list[str]]:
         return [self.seen[text].ids for text in work.queries()]
@@ -86,7 +104,8 @@ class Composer:
     def __init__(self, *, config: ComposeConfig, method: SearchMethod, method_name: str, names: Mapping[str, str],
                  profiles: Mapping[str, Profile], decomposer: str, model: ModelDecomposer | None = None,
                  steps: StepsBook | None = None, engine: Engine | None = None, owns_engine: bool = False,
-                 step_modes: Sequence[str] = (), notes: Sequence[str] = ()) -> None:
+                 step_modes: Sequence[str] = (), notes: Sequence[str] = (), relevance: Relevance | None = None,
+                 weights: KeywordWeights | None = None, reranker: Reranker | None = None) -> None:
         self.config = config
         self.method = method
         self.method_name = method_name
@@ -99,6 +118,10 @@ class Composer:
         self.owns_engine = owns_engine
         self.step_modes = tuple(step_modes)
         self.notes = list(notes)
+        self.relevance = relevance        # the dense model's cosines: Eq. 4's sim, confidence, registry probes
+        self.reranker = reranker
+        self.scoring = Scoring(config.alpha, config.signals, weights,
+                               Confidence(config.confidence_z, config.confidence_scale, config.low_confidence))
 
     @property
     def label(self) -> str:
@@ -110,13 +133,15 @@ class Composer:
         return "rule"
 
     def plan(self, requests: Sequence[str], *, k: int | None = None, sad: bool | None = None,
-             mode: str | None = None) -> list[Plan]:
-        """One plan per request; ``k`` candidates per step, ``sad`` on or off (default: the configuration)."""
-        return [planned.plan for planned in self.plan_ranked(requests, k=k, sad=sad, mode=mode)]
+             mode: str | None = None, rerank: bool | None = None) -> list[Plan]:
+        """One plan per request; ``k`` candidates per step, ``sad`` and ``rerank`` on or off (default: the
+        configuration)."""
+        return [planned.plan for planned in self.plan_ranked(requests, k=k, sad=sad, mode=mode, rerank=rerank)]
 
     def plan_ranked(self, requests: Sequence[str], *, k: int | None = None, sad: bool | None = None,
-                    mode: str | None = None, depth: int | None = None) -> list[Planned]:
-        """Plans with each step's ranking searched ``depth`` deep (at least ``k``), for ranked answers."""
+                    mode: str | None = None, depth: int | None = None, rerank: bool | None = None) -> list[Planned]:
+        """Plans with each step's ranking searched ``depth`` deep (at least ``k``), for ranked answers; ``rerank``
+        on or off (default: the configuration; needs a model)."""
         if not requests:
             return []
         check_queries(requests)
@@ -127,12 +152,17 @@ class Composer:
         candidates = k or self.config.candidates
         use_sad = self.config.sad if sad is None else sad
         run_sad = self.model is not None and use_sad and self.config.sad_rounds > 0
-        # Deep enough for the plan's candidates, a ranked answer's depth, and the hints SAD shows.
-        depth = max(depth or 0, candidates, self.config.sad_hints if run_sad else 0)
+        use_rerank = self.config.rerank if rerank is None else rerank
+        if use_rerank and self.reranker is None:
+            raise UserError("re-ranking needs a model, and this composer has none",
+                            hint="give --model ALIAS (see `a2x-local models list`), or leave out --rerank")
+        # Deep enough for the plan's candidates, a ranked answer's depth, the hints SAD shows, the list re-ranked.
+        depth = max(depth or 0, candidates, self.config.sad_hints if run_sad else 0,
+                    self.config.rerank_candidates if use_rerank else 0)
         works = [_Work(request, []) for request in requests]
         self._decompose(works)
         search = StepSearch(self.method, mode)
-        search.run([work.queries() for work in works], depth, works)
+        search.run([self._texts(work) for work in works], depth, works)
         if run_sad:
             self._sad(works, search, depth)
         else:
@@ -140,8 +170,11 @@ class Composer:
                       f"needs a model decomposer (this plan's: {self.label})")
             for work in works:
                 work.sad = SadReport(applied=False, reason=reason)
+        if use_rerank:
+            self._rerank(works, search)
+        evidence = self._evidence(works, search, candidates)
         seconds = (time.perf_counter() - started) / len(works)
-        return [self._finish(work, search, candidates, seconds) for work in works]
+        return [self._finish(work, search, candidates, seconds, evidence) for work in works]
 
     def _decompose(self, works: Sequence[_Work]) -> None:
         if self.steps_book is not None:
@@ -149,8 +182,13 @@ class Composer:
                 work.steps = self.steps_book.steps_for(work.request)
             return
         if self.model is None:
-            for work in works:
-                work.steps = rule_steps(work.request, self.config.max_steps)
+            drafts = [rule_draft(work.request) for work in works]
+            questions = list(dict.fromkeys(q for draft in drafts for q in draft.questions()))
+            answers = None
+            if questions and self.relevance is not None and self.config.probe:
+                answers = dict(zip(questions, self.relevance.probe(questions), strict=True))
+            for work, draft in zip(works, drafts, strict=True):
+                work.steps = draft.steps(self.config.max_steps, answers)
             return
         outcomes = self.model.decompose([w.request for w in works], [w.ledger for w in works])
         for work, outcome in zip(works, outcomes, strict=True):
@@ -191,7 +229,7 @@ class Composer:
                 work.notes += outcome.repairs
                 work.sad.rounds.append(SadRound(round=number, hints=names, steps=outcome.steps, kept=True))
                 trying.append(work)
-            search.run([work.queries() for work in trying], depth, trying)
+            search.run([self._texts(work) for work in trying], depth, trying)
             still = []
             for work in trying:
                 new = hint_ids(search.rankings(work), self.config.sad_hints)
@@ -204,11 +242,58 @@ class Composer:
                     still.append(work)
             active = still
 
-    def _finish(self, work: _Work, search: StepSearch, candidates: int, seconds: float) -> Planned:
+    def _texts(self, work: _Work) -> list[str]:
+        """What to search for a request: its steps, and for a plan of several steps the whole request too, for its
+        ranked answer (`Planned.ranking`); the latter only with a retrieval step method, where one more text in the
+        batch is nearly free (an LLM method would pay a descent for it)."""
+        whole = [work.request] if len(work.steps) > 1 and not self.step_modes else []
+        return [*work.queries(), *whole]
+
+    def _rerank(self, works: Sequence[_Work], search: StepSearch) -> None:
+        """Every step of every request re-ranked by the model in one engine call (listwise, constrained)."""
+        assert self.reranker is not None
+        items, owners = [], []
+        for work in works:
+            work.orders = [None] * len(work.steps)
+            for index, text in enumerate(work.queries()):
+                items.append(RerankItem(work.request, text, search.seen[text].ids))
+                owners.append((work, index))
+        for (work, index), outcome in zip(owners, self.reranker.rerank(items), strict=True):
+            work.orders[index] = outcome.order
+            # Side by side with the other steps' lists: the round is counted once per request below.
+            work.ledger.add(AnswerCost(calls=outcome.cost.calls, prompt_tokens=outcome.cost.prompt_tokens,
+                                       completion_tokens=outcome.cost.completion_tokens))
+            if outcome.cost.calls and outcome.order is None:
+                work.notes.append(f"re-ranking step s{index + 1} failed; its retrieval order was kept")
+        for work in works:
+            if any(outcome is not None for outcome in work.orders):
+                work.ledger.rounds += 1
+
+    def _evidence(self, works: Sequence[_Work], search: StepSearch, candidates: int,
+                  ) -> dict[tuple[str, tuple[str, ...]], list[Evidence]]:
+        """Cosine and z of every step's kept candidates, all steps of all requests in one batch."""
+        if self.relevance is None:
+            return {}
+        wanted: dict[tuple[str, tuple[str, ...]], None] = {}
+        for work in works:
+            for index, text in enumerate(work.queries()):
+                order = work.orders[index] if work.orders else None
+                wanted[(text, tuple(search.retrieved(text, order).ids[:candidates]))] = None
+        keys = list(wanted)
+        found = self.relevance.evidence([text for text, _ in keys], [list(ids) for _, ids in keys])
+        return dict(zip(keys, found, strict=True))
+
+    def _finish(self, work: _Work, search: StepSearch, candidates: int, seconds: float,
+                evidence: dict[tuple[str, tuple[str, ...]], list[Evidence]]) -> Planned:
         queries = work.queries()
-        assembly = assemble(work.steps, queries, [search.retrieved(text) for text in queries],
-                            candidates=candidates, alpha=self.config.alpha, names=self.names,
-                            profiles=self.profiles)
+        orders = work.orders or [None] * len(queries)
+        retrieved = [search.retrieved(text, order) for text, order in zip(queries, orders, strict=True)]
+        proof = [evidence.get((text, tuple(found.ids[:candidates]))) for text, found in
+                 zip(queries, retrieved, strict=True)]
+        assembly = assemble(work.steps, queries, retrieved, candidates=candidates, names=self.names,
+                            profiles=self.profiles, scoring=self.scoring,
+                            evidence=[p or [] for p in proof] if self.relevance is not None else None,
+                            orders=[ids[:candidates] if ids else None for ids in orders])
         errors = [step.error for step in assembly.steps if step.error]
         # The plan failed only when no step could be searched; a failed decomposition is a note (searched whole).
         error = f"step search failed: {errors[0]}" if errors and len(errors) == len(queries) else None
@@ -216,7 +301,17 @@ class Composer:
                     edges=assembly.edges, groups=assembly.groups, services=assembly.services, sad=work.sad,
                     seconds=round(seconds, 6), notes=[*self.notes, *work.notes], error=error,
                     **work.ledger.cost_values())
-        return Planned(plan, assembly.rankings)
+        whole = search.seen[work.request].ids if len(queries) > 1 and work.request in search.seen else []
+        return Planned(plan, assembly.rankings, whole)
+
+    def variant(self, **overrides: Any) -> Composer:
+        """A composer like this one with other `[compose]` values (alpha, signals, probe, rerank, ...), sharing its
+        registry snapshot, step method, dense model and engine (closing it leaves them to this one)."""
+        config = type(self.config).model_validate({**self.config.model_dump(), **overrides})
+        return Composer(config=config, method=self.method, method_name=self.method_name, names=self.names,
+                        profiles=self.profiles, decomposer=self.decomposer, model=self.model, steps=self.steps_book,
+                        engine=self.engine, owns_engine=False, step_modes=self.step_modes, notes=self.notes,
+                        relevance=self.relevance, weights=self.scoring.weights, reranker=self.reranker)
 
     def describe(self) -> dict[str, Any]:
         """What makes two composers plan alike (recorded with evaluation runs)."""
@@ -224,6 +319,8 @@ class Composer:
         return {"method": "compose", "decomposer": self.label, "step_method": self.method_name,
                 "step": describe() if callable(describe) else {"method": self.method_name},
                 "config": self.config.model_dump(), "prompts": prompt_hash()[:16],
+                "rerank_prompt": rerank_prompt_hash()[:16] if self.reranker is not None else None,
+                "similarity": self.relevance.model if self.relevance is not None else None,
                 "engine": self.engine.describe() if self.engine is not None else None,
                 "steps_file": str(self.steps_book.path) if self.steps_book is not None else None}
 

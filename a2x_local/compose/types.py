@@ -27,14 +27,16 @@ class Step(_Data):
 
 
 class Candidate(_Data):
-    """A service retrieved for a step, and how it scored there.
+    """A service retrieved for a step, and how it scored there (SkillWeaver Eq. 4).
 
-    ``similarity`` is the retrieval rank mapped to (0, 1] (rank 1 of k -> 1, rank k -> 1/k), so every search
-    method, ranked or not, scores on the same scale; ``compatibility`` is the mean compatibility with the services
-    chosen for earlier steps (None when there are none, or the registry holds nothing to compare), ``signals`` its
-    parts; ``score`` = alpha * similarity + (1 - alpha) * compatibility. A candidate without a compatibility
-    scores with the mean of its step's others (missing metadata neither helps nor hurts), and when no candidate of
-    the step has one, ``score`` is the similarity alone.
+    ``similarity`` is Eq. 4's sim: the ``cosine`` of the step and the service in the dense model's space (the
+    retrieval rank mapped to (0, 1] when there is no dense model; a re-ranker's order hands the cosines out in its
+    own order); ``z`` says how many standard deviations the cosine stands above what the registry's other services
+    score for this step; ``compatibility`` is the mean compatibility with the services chosen for earlier steps
+    (None when there are none, or the registry holds nothing to compare), ``signals`` its parts; ``score`` = alpha *
+    similarity + (1 - alpha) * compatibility. A candidate without a compatibility scores with the mean of its
+    step's others (missing metadata neither helps nor hurts), and when no candidate of the step has one, ``score``
+    is the similarity alone.
     """
 
     id: str
@@ -42,6 +44,8 @@ class Candidate(_Data):
     rank: int
     retrieval_score: float | None = None
     similarity: float
+    cosine: float | None = None
+    z: float | None = None
     compatibility: float | None = None
     signals: dict[str, float] = Field(default_factory=dict)
     score: float
@@ -57,6 +61,10 @@ class PlanStep(_Data):
     group: int = Field(description="parallel group (topological level, from 1): steps of a group can run together")
     choice: Candidate | None = None
     alternatives: list[Candidate] = Field(default_factory=list)
+    confidence: float | None = Field(None, description="how sure the choice is, 0 to 1, from its retrieval standing "
+                                     "and its compatibility with the plan (None: no dense model to measure it)")
+    low_confidence: bool = Field(False, description="confidence under [compose] low_confidence: the runner-up (the "
+                                 "first alternative) may be the better service; ask the user")
     error: str | None = None
 
 

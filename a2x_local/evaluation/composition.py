@@ -3,19 +3,23 @@
 Queries with one correct service and queries with two or more are reported apart (hit, recall and COMP, at every
 cut-off of a ranked run), since a method can trade one kind for the other. Records of a decomposing method
 (compose) carry their steps; for them the summary adds steps per query, the plan's own services scored alone, and,
-where the query file gives reference steps, the step count accuracy (DA: the same number of steps; DA±1: off by at
-most one) and per-step hit@k (a reference step counts as found when one of its services is among the top k of any
-predicted step).
+where the query file gives reference steps, SkillWeaver's decomposition accuracy (DA: as many steps as the reference;
+DA±1: off by at most one), its category recall CatR@k (reference step i is recalled when predicted step i's top k
+holds a service of the same category; steps are matched by position, so a decomposition of the wrong granularity
+pays for it), and per-step hit@k (a reference step counts as found when one of its services is among the top k of
+any predicted step, whatever the granularity). Categories are a tree's when the caller gives them; without one every
+service is its own category, and CatR@k is the step-level recall of the reference step's own services.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from a2x_local.evaluation.metrics import RankedScore, mean, score_query
 
 STEP_KS = (1, 5, 10)   # per-step cut-offs (a record keeps each step's top 10)
+CATR_KS = (1, 10)      # SkillWeaver reports CatR@1 and CatR@10
 
 
 def size_groups(scored: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -54,11 +58,33 @@ def _plan_numbers(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
             **_numbers([r["compose"]["services"] for r in rows], rows)}
 
 
+def category_recall(rankings: Sequence[Sequence[str]], reference: Sequence[Sequence[str]], *,
+                    categories: Mapping[str, frozenset[str]] | None = None,
+                    ks: Sequence[int] = CATR_KS) -> dict[int, list[float]]:
+    """Per cut-off, one 0/1 per reference step that names services: whether the predicted step at its position
+    ranks a service of one of its categories in the top k (a missing predicted step recalls nothing)."""
+    def kinds(service_id: str) -> frozenset[str]:
+        return categories.get(service_id, frozenset()) if categories is not None else frozenset({service_id})
+
+    found: dict[int, list[float]] = {k: [] for k in ks}
+    for index, tools in enumerate(reference):
+        wanted = frozenset().union(*(kinds(tool) for tool in tools)) if tools else frozenset()
+        if not wanted:
+            continue
+        ranking = rankings[index] if index < len(rankings) else []
+        for k in ks:
+            found[k].append(float(any(kinds(service_id) & wanted for service_id in ranking[:k])))
+    return found
+
+
 def _reference(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     counts = [(r["compose"]["steps"], len(r["reference_steps"])) for r in rows]
     step_hits: dict[str, list[float]] = {str(k): [] for k in STEP_KS}
+    recalled: dict[int, list[float]] = {k: [] for k in CATR_KS}
     for r in rows:
         rankings = r["compose"].get("step_rankings", [])
+        for k, values in category_recall(rankings, r["reference_steps"]).items():
+            recalled[k] += values
         for tools in r["reference_steps"]:
             if not tools:
                 continue
@@ -67,7 +93,8 @@ def _reference(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"queries": len(rows), "reference_steps_per_query": mean([float(g) for _, g in counts]),
             "da": mean([float(p == g) for p, g in counts]), "da_pm1": mean([float(abs(p - g) <= 1) for p, g in counts]),
             "steps_scored": len(step_hits[str(STEP_KS[0])]),
-            "step_hit": {k: mean(values) for k, values in step_hits.items()}}
+            "step_hit": {k: mean(values) for k, values in step_hits.items()},
+            "catr": {str(k): mean(values) for k, values in recalled.items()}, "catr_categories": "services"}
 
 
 def decomposition(scored: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

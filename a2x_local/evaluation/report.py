@@ -115,8 +115,10 @@ def _decomposition_lines(block: dict[str, Any] | None) -> list[str]:
     reference = block.get("reference")
     if reference:
         hits = ", ".join(f"@{k} {pct(value)}" for k, value in reference["step_hit"].items())
+        catr = ", ".join(f"@{k} {pct(value)}" for k, value in reference.get("catr", {}).items())
         lines.append(f"- against the reference steps of {reference['queries']} queries: DA {pct(reference['da'])}, "
-                     f"DA±1 {pct(reference['da_pm1'])}; per-step hit {hits} ({reference['steps_scored']} steps)")
+                     f"DA±1 {pct(reference['da_pm1'])}; per-step hit {hits} ({reference['steps_scored']} steps)"
+                     + (f"; CatR {catr} (steps matched by position, each service its own category)" if catr else ""))
     return lines
 
 

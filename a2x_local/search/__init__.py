@@ -17,6 +17,7 @@ from a2x_local.search.methods import (
     register_method,
 )
 from a2x_local.search.retrieval.indexing import build_indexes, dense_index_choice
+from a2x_local.search.retrieval.similarity import DenseSimilarity, keyword_tokenizer, open_similarity
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
 from a2x_local.search.types import (
     MODES,
@@ -31,6 +32,7 @@ from a2x_local.search.types import (
 __all__ = [
     "MODES",
     "NONE",
+    "DenseSimilarity",
     "Hit",
     "LabelledQuery",
     "MethodSpec",
@@ -46,10 +48,12 @@ __all__ = [
     "clear_fusion",
     "dense_index_choice",
     "descend_tree",
+    "keyword_tokenizer",
     "make_method",
     "make_retriever",
     "method_names",
     "method_spec",
+    "open_similarity",
     "option_services",
     "parse_option_pairs",
     "register_method",

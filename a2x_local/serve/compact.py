@@ -95,6 +95,8 @@ def plan_text(plan: dict[str, Any]) -> str:
             line += _named(choice["name"], choice["id"])
             if "confidence" in choice or "confidence" in step:
                 line += f" confidence {choice.get('confidence', step.get('confidence'))}"
+            if step.get("low_confidence"):
+                line += " (LOW CONFIDENCE: ask the user before running it)"
         else:
             line += f"no service ({step.get('error', 'nothing found')})"
         alternatives = [a["id"] for a in step.get("alternatives", [])]

@@ -139,7 +139,8 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     @server.tool(name="compose_plan", title="Plan a multi-step task", annotations=READ_ONLY, description=(
         "Plan a task that needs several services, e.g. \"change my flight to Friday, then email the new itinerary "
         "to my team\": it is split into steps, each step is searched, and one service is chosen per step, with "
-        "alternatives, dependencies and the order to run them in."))
+        "alternatives, dependencies and the order to run them in. A step with low_confidence true may have the wrong "
+        "service: ask the user before running it."))
     @_tool
     async def compose_plan(
         request: Annotated[str, Field(description="The whole task, in words.", json_schema_extra=text_limit)],

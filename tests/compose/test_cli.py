@@ -25,11 +25,23 @@ def test_a_plan_as_json_and_as_a_tree(registry_db: Path, cli) -> None:
     assert [(e.source, e.target, e.reason) for e in plan.edges] == [("s1", "s2", "depends_on")]
     assert all(len(s.alternatives) <= 1 for s in plan.steps)
     assert any("rule decomposer" in note for note in plan.notes)
+    assert all(0 <= s.confidence <= 1 and s.choice.cosine is not None and s.choice.z is not None for s in plan.steps)
+    assert not any(s.low_confidence for s in plan.steps)
     code, out, _ = cli("compose", TWO_NEEDS, "--method", "bm25", "--trace")
     assert code == 0
     for needle in ("group 1", "group 2", "→ getWeatherForecast", "after s1", "decomposed by rule", "similarity",
                    "SAD: not applied"):
         assert needle in out, needle
+
+
+def test_a_weak_step_is_flagged_with_its_runner_up(registry_db: Path, cli) -> None:
+    request = "Get the weather forecast for Paris, then add both songs to my playlist"
+    code, out, err = cli("compose", request, "--k", "3", "--json")
+    assert code == 0, err
+    weak = Plan.model_validate_json(out).steps[1]            # the registry holds no music service
+    assert weak.low_confidence and weak.confidence < 0.5 and weak.alternatives
+    code, out, _ = cli("compose", request, "--k", "3")
+    assert code == 0 and "low confidence" in out and "runner-up" in out
 
 
 def test_a_file_of_requests_and_given_steps(registry_db: Path, cli, tmp_path: Path) -> None:
@@ -57,6 +69,7 @@ def test_a_file_of_requests_and_given_steps(registry_db: Path, cli, tmp_path: Pa
     (["compose", " "], 1, "the query is empty"),
     (["compose", "x", "--method", "compose"], 1, "cannot search its own steps"),
     (["compose", "x", "--method", "bm25", "--sad"], 1, "--sad needs a model decomposer"),
+    (["compose", "x", "--method", "bm25", "--rerank", "--model", "nope"], 1, "unknown model 'nope'"),
     (["compose", "x", "--method", "bm25", "-o", "rrf_k=3"], 1, "rrf_k: unknown option"),
     (["compose", "x", "--method", "bm25", "--steps", "missing.json"], 1, "steps file not found"),
     (["compose", "x", "--method", "bm25", "--decomposer", "model", "--model", "nope"], 1, "unknown model 'nope'"),
@@ -143,3 +156,23 @@ def test_a_mode_without_method_is_checked_against_the_configured_step_method(
     config.write_text('[compose]\nstep_method = "bm25"\n')
     code, _, err = cli("compose", "x", "--mode", "get_one")                  # still refused, by the real method
     assert code == 1 and "step method 'bm25' accepts the modes: none" in err, err
+
+
+def test_rerank_with_a_model_is_one_call_for_all_steps(registry_db: Path, cli, use_engine) -> None:
+    engines: list[ScriptedEngine] = []
+
+    def reverse(request: Request) -> str:
+        count = len(request.context["candidates"])
+        return json.dumps({"ranking": [f"c{n}" for n in range(count, 0, -1)]})
+
+    def factory(config):
+        engines.append(ScriptedEngine(reverse))
+        return engines[-1]
+
+    use_engine("scripted", factory)
+    code, out, err = cli("compose", TWO_NEEDS, "--method", "dense", "--decomposer", "rule", "--rerank",
+                         "--engine", "scripted", "--model", "any", "--k", "2", "--json")
+    assert code == 0, err
+    plan = Plan.model_validate_json(out)
+    assert engines[0].batches == [2] and plan.calls == 2 and plan.decomposer == "rule"
+    assert set(engines[0].usage.by_label) == {"rerank"}

@@ -16,7 +16,7 @@ from a2x_local.compose.decompose import (
     parse_steps,
     request_text,
 )
-from a2x_local.costs import AnswerCost as Ledger
+from a2x_local.costs import AnswerCost
 from a2x_local.llm.types import Request
 from a2x_local.testing import ScriptedEngine
 
@@ -84,7 +84,7 @@ class Rule:
 def test_one_engine_call_for_every_request_and_costs_per_request() -> None:
     engine = ScriptedEngine(Rule())
     decomposer = ModelDecomposer(engine, ComposeConfig.defaults())
-    ledgers = [Ledger(), Ledger(), Ledger()]
+    ledgers = [AnswerCost(), AnswerCost(), AnswerCost()]
     outcomes = decomposer.decompose(["check seats then change the ticket", "weather in Rome", "broken"], ledgers)
     assert engine.batches == [3, 1]                  # one round for all; the invalid answer retried once
     assert [len(o.steps or []) for o in outcomes] == [2, 1, 0]
@@ -106,7 +106,7 @@ def test_hinted_round_shows_the_hints_and_counts_apart() -> None:
 
     engine = ScriptedEngine(rule)
     decomposer = ModelDecomposer(engine, ComposeConfig.defaults())
-    decomposer.decompose(["a hotel in Rome"], [Ledger()], hints=[["FindHotel", "hotel\nsearch"]])
+    decomposer.decompose(["a hotel in Rome"], [AnswerCost()], hints=[["FindHotel", "hotel\nsearch"]])
     user = seen[0].messages[1]["content"]
     assert "- FindHotel\n- hotel search" in user and user.rstrip().endswith("a hotel in Rome\n</request>")
     assert seen[0].context["hints"] == ["FindHotel", "hotel\nsearch"]
@@ -115,6 +115,6 @@ def test_hinted_round_shows_the_hints_and_counts_apart() -> None:
 
 def test_a_request_that_cannot_fit_the_window_is_reported_not_sent() -> None:
     engine = ScriptedEngine(Rule(), context_window=200)
-    outcome = ModelDecomposer(engine, ComposeConfig.defaults()).decompose(["word " * 400], [Ledger()])[0]
+    outcome = ModelDecomposer(engine, ComposeConfig.defaults()).decompose(["word " * 400], [AnswerCost()])[0]
     assert outcome.steps is None and "context window" in outcome.error
     assert engine.batches == []

@@ -11,9 +11,12 @@ from a2x_local.compose.compatibility import profiles
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer
 from a2x_local.compose.planner import Composer
+from a2x_local.compose.relevance import Confidence, Relevance
+from a2x_local.compose.rerank import Reranker
 from a2x_local.errors import UserError
 from a2x_local.llm.types import Request
 from a2x_local.registry import Service
+from a2x_local.search.retrieval.similarity import Background
 from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
 from a2x_local.testing import ScriptedEngine
 
@@ -23,7 +26,7 @@ SERVICES = [Service(sid, "generic", name, f"{name} service") for sid, name in [
 NAMES = {s.id: s.name for s in SERVICES}
 TABLE = {"check seats": ["seats", "refund"], "change the ticket": ["change", "refund"],
          "check seats then change the ticket": ["refund", "seats", "change"],
-         "weather in Rome": ["weather", "hotel"], "a hotel": ["hotel"]}
+         "weather in Rome": ["weather", "hotel"], "a hotel": ["hotel"], "check seats; change the ticket": ["weather"]}
 
 
 class StepMethod:
@@ -52,7 +55,7 @@ def _composer(rule=None, *, tokens: int = 0, **config) -> tuple[Composer, StepMe
     method = StepMethod(tokens)
     engine = ScriptedEngine(rule) if rule else None
     composer = Composer(config=settings, method=method, method_name="scripted", names=NAMES,
-                        profiles=profiles(SERVICES, None), decomposer="model" if rule else "rule",
+                        profiles=profiles(SERVICES, None)[0], decomposer="model" if rule else "rule",
                         model=ModelDecomposer(engine, settings) if engine else None, engine=engine)
     return composer, method, engine
 
@@ -60,12 +63,23 @@ def _composer(rule=None, *, tokens: int = 0, **config) -> tuple[Composer, StepMe
 def test_rules_one_step_searches_the_request_itself_and_all_steps_go_in_one_batch() -> None:
     composer, method, _ = _composer()
     plans = composer.plan(["weather in Rome", "check seats, then change the ticket", "weather in Rome"], k=2)
-    assert method.batches == [["weather in Rome", "check seats", "change the ticket"]]   # each text once
+    # each text once; the two-step request itself too, for its ranked answer
+    assert method.batches == [["weather in Rome", "check seats", "change the ticket",
+                               "check seats, then change the ticket"]]
     single, double, _ = plans
     assert [s.query for s in single.steps] == ["weather in Rome"] and single.services == ["weather"]
     assert double.services == ["seats", "change"] and double.groups == [["s1"], ["s2"]]
     assert double.decomposer == "rule" and not double.sad.applied and "model decomposer" in double.sad.reason
     assert [c.id for c in double.steps[0].alternatives] == ["refund"]
+
+
+def test_the_ranked_answer_takes_the_whole_request_in_turn() -> None:
+    composer, _, _ = _composer()
+    [planned] = composer.plan_ranked(["check seats; change the ticket"], k=2, depth=5)
+    assert planned.whole == ["weather"] and planned.rankings == [["seats", "refund"], ["change", "refund"]]
+    assert planned.ranking(5) == ["seats", "change", "weather", "refund"]     # rank 1 of each, then rank 2
+    [single] = composer.plan_ranked(["weather in Rome"], k=2, depth=5)
+    assert single.whole == [] and single.ranking(5) == ["weather", "hotel"]
 
 
 def test_sad_redecomposes_with_hints_in_one_call_per_round() -> None:
@@ -126,9 +140,101 @@ def test_a_failed_decomposition_searches_the_request_whole() -> None:
 def test_costs_add_the_step_method_and_bad_requests_are_refused() -> None:
     composer, _, _ = _composer(tokens=7)
     plan = composer.plan(["check seats, then change the ticket"])[0]
-    assert (plan.prompt_tokens, plan.calls) == (14, 2)
+    assert (plan.prompt_tokens, plan.calls) == (21, 3)        # two steps and the request whole
     with pytest.raises(UserError, match="query is empty"):
         composer.plan(["ok", " "])
     with pytest.raises(UserError, match="accepts the modes: none"):
         composer.plan(["weather in Rome"], mode="get_one")
     assert composer.plan([]) == []
+
+
+class Similarity:
+    """The dense model's answers from tables: cosine per (text, service), a background of mean 0.1, spread 0.1."""
+
+    model = "table"
+    size = 1000
+
+    def __init__(self, cosines: dict[tuple[str, str], float]) -> None:
+        self.table = cosines
+        self.asked: list[list[str]] = []
+
+    def top(self, texts, k):
+        self.asked.append(list(texts))
+        return [sorted(((sid, c) for (t, sid), c in self.table.items() if t == text), key=lambda x: -x[1])[:k]
+                for text in texts]
+
+    def background(self, texts, extra=None):
+        return [Background(0.1, 0.1) for _ in texts]
+
+    def cosines(self, texts, ids):
+        return [[self.table.get((text, sid), 0.0) for sid in row] for text, row in zip(texts, ids, strict=True)]
+
+
+COSINES = {("check seats", "seats"): 0.7, ("check seats", "refund"): 0.3, ("change the ticket", "change"): 0.8,
+           ("change the ticket", "refund"): 0.35, ("weather in Rome", "weather"): 0.45,
+           ("weather in Rome", "hotel"): 0.2,
+           ("check seats and refund tickets", "refund"): 0.4, ("refund tickets", "refund"): 0.8,
+           ("a hotel", "hotel"): 0.12}
+
+
+def _with_similarity(table=COSINES, engine=None, **config) -> tuple[Composer, StepMethod, Similarity]:
+    settings = ComposeConfig.defaults(**config)
+    similarity = Similarity(table)
+    method = StepMethod()
+    composer = Composer(config=settings, method=method, method_name="scripted", names=NAMES,
+                        profiles=profiles(SERVICES, None)[0], decomposer="rule", engine=engine,
+                        relevance=Relevance(similarity, Confidence(settings.confidence_z, settings.confidence_scale,
+                                                                   settings.low_confidence)),
+                        reranker=Reranker(engine, depth=3, names=NAMES, descriptions={s.id: s.description
+                                                                                      for s in SERVICES})
+                        if engine else None)
+    return composer, method, similarity
+
+
+def test_steps_carry_the_cosine_and_a_confidence() -> None:
+    composer, _, _ = _with_similarity()
+    plan, weak = composer.plan(["check seats, then change the ticket", "a hotel"], k=2)
+    first = plan.steps[0]
+    assert first.choice.id == "seats" and first.choice.similarity == pytest.approx(0.7)
+    assert first.choice.z == pytest.approx(6.0) and first.confidence > 0.85 and not first.low_confidence
+    only = weak.steps[0]                                   # cosine 0.12: 0.2 deviations above the background
+    assert only.choice.id == "hotel" and only.low_confidence and only.confidence < 0.1
+
+
+def test_the_rule_decomposer_asks_the_registry_once_per_round() -> None:
+    table = {**COSINES, ("check seats and refund tickets", "seats"): 0.6}
+    del table[("check seats and refund tickets", "refund")]   # the whole request finds the seats, not the refund
+    composer, _, similarity = _with_similarity(table)
+    plans = composer.plan(["check seats and refund tickets", "weather in Rome"], k=2)
+    assert similarity.asked == [["check seats", "refund tickets", "check seats and refund tickets"]]
+    assert [s.task for s in plans[0].steps] == ["check seats", "and refund tickets"]   # both confident, distinct
+    unasked, _, _ = _with_similarity(table, probe=False)
+    assert len(unasked.plan(["check seats and refund tickets"], k=2)[0].steps) == 1
+    covered, _, _ = _with_similarity({**table, ("check seats and refund tickets", "refund"): 0.4})
+    # the whole request finds both services itself: no need to split
+    assert len(covered.plan(["check seats and refund tickets"], k=2)[0].steps) == 1
+
+
+def _reverse(request: Request) -> str:
+    """Re-ranks by reversing the offered order (c3, c2, c1)."""
+    count = len(request.context["candidates"])
+    return json.dumps({"ranking": [f"c{n}" for n in range(count, 0, -1)]})
+
+
+def test_rerank_orders_every_step_in_one_call_and_counts_it() -> None:
+    engine = ScriptedEngine(_reverse)
+    composer, _, _ = _with_similarity(engine=engine)
+    plans = composer.plan(["check seats, then change the ticket", "weather in Rome"], k=2, rerank=True)
+    assert engine.batches == [3]                              # three steps of two requests, one engine call
+    assert [s.choice.id for s in plans[0].steps] == ["refund", "refund"]   # the model's first pick leads
+    assert plans[0].steps[0].choice.similarity == pytest.approx(0.7)      # ... with the step's best cosine
+    assert engine.usage.by_label["rerank"].calls == 3 and plans[0].calls == 2 and plans[0].rounds == 1
+    composer.plan(["weather in Rome"], k=2)                  # off by default: no call
+    assert engine.batches == [3]
+    broken = ScriptedEngine(lambda request: "not json")
+    composer, _, _ = _with_similarity(engine=broken)
+    plan = composer.plan(["weather in Rome"], k=2, rerank=True)[0]
+    assert plan.steps[0].choice.id == "weather" and any("re-ranking step s1 failed" in n for n in plan.notes)
+    plain, _, _ = _with_similarity()
+    with pytest.raises(UserError, match="re-ranking needs a model"):
+        plain.plan(["weather in Rome"], rerank=True)

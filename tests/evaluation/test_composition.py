@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from a2x_local.evaluation.composition import category_recall
 from a2x_local.evaluation.harness import EvaluationConfig, RegistryInfo
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import compare_row, render_report
@@ -84,5 +85,17 @@ def test_decomposition_against_reference_steps(tmp_path: Path) -> None:
     assert reference["steps_scored"] == 4
     assert reference["step_hit"]["1"] == pytest.approx(3 / 4)
     assert reference["step_hit"]["5"] == pytest.approx(1.0)
+    # CatR by position: q2 step 1 [b, x] recalls b, step 2 [c] recalls c; q3 step 1 [d, x, e] recalls d, and its
+    # second reference step (e|f) has no predicted step 2: missed, though e is in step 1's top 10
+    assert reference["catr"] == {"1": pytest.approx(3 / 4), "10": pytest.approx(3 / 4)}
     report = render_report(summary)
-    assert "## Decomposition" in report and "DA 50.0, DA±1 100.0" in report
+    assert "## Decomposition" in report and "DA 50.0, DA±1 100.0" in report and "CatR @1 75.0" in report
+
+
+def test_category_recall_reads_categories_when_given() -> None:
+    rankings = [["x", "b"], ["y"]]
+    reference = [("a",), ("c",), ("d",)]
+    assert category_recall(rankings, reference) == {1: [0.0, 0.0, 0.0], 10: [0.0, 0.0, 0.0]}
+    kinds = {"a": frozenset({"travel"}), "b": frozenset({"travel"}), "x": frozenset({"food"}),
+             "c": frozenset({"money"}), "y": frozenset({"money", "food"})}
+    assert category_recall(rankings, reference, categories=kinds) == {1: [0.0, 1.0], 10: [1.0, 1.0]}   # d: none

@@ -26,3 +26,15 @@ def test_service_text_options() -> None:
     plain = Service("p", "generic", "ping", "Check a host.")
     assert service_text(plain, TextOptions(params=True)) == "ping: Check a host."
     assert TextOptions().key() != TextOptions(params=True).key() != TextOptions(text="description").key()
+
+
+def test_a_skill_body_joins_the_text_when_asked() -> None:
+    body = "# PDF\nMerge, split. " * 200
+    skill = Service("skill/pdf", "skill", "pdf", "Work with PDF files.", {"body_excerpt": body})
+    assert service_text(skill, TextOptions()) == "pdf: Work with PDF files."
+    with_body = service_text(skill, TextOptions(body=True))
+    head = "pdf: Work with PDF files.\n"
+    assert with_body.startswith(head + "# PDF") and len(with_body) == len(head) + 2000
+    plain = Service("p", "generic", "ping", "Check a host.")
+    assert service_text(plain, TextOptions(body=True)) == "ping: Check a host."
+    assert TextOptions(body=True).key() != TextOptions().key()

@@ -24,11 +24,14 @@ def test_without_a_model_the_rules_split_and_each_step_is_searched(db_path) -> N
         with TestClient(create_app(server.discovery, planning=server.planning), base_url=LOOPBACK) as client:
             plan = client.post("/v1/compose", json={"request": TWO_NEEDS, "method": "bm25", "k": 3}).json()
             assert plan["decomposer"] == "rule" and plan["method"] == "bm25"
-            assert [step["task"] for step in plan["steps"]] == ["the h1 thing", "the s2 thing"]
+            assert [step["task"] for step in plan["steps"]] == ["the h1 thing", "then the s2 thing"]   # words kept
+            assert [step["query"] for step in plan["steps"]] == ["the h1 thing", "the s2 thing"]
             assert [step["choice"]["id"] for step in plan["steps"]] == ["h1", "s2"]
             assert all(len(step["alternatives"]) <= 2 for step in plan["steps"])
             assert plan["services"] == [step["choice"]["id"] for step in plan["steps"]]
             assert plan["groups"] and plan["calls"] == 0
+            for step in plan["steps"]:          # every step says how sure it is, for an agent to ask its user
+                assert 0.0 <= step["confidence"] <= 1.0 and isinstance(step["low_confidence"], bool)
             refused = client.post("/v1/compose", json={"request": TWO_NEEDS, "method": "a2x"})
             assert refused.status_code == 503 and refused.json()["error"] == "NoModel"
             for body, code in (({"request": "  "}, "EmptyQuery"), ({"request": TWO_NEEDS, "k": 0}, "BadK"),
@@ -82,3 +85,5 @@ def test_the_mcp_tool_lists_and_plans(db_path) -> None:
     text = answer.content[0].text
     assert text.startswith("Plan for ") and "s1 (group 1): the h1 thing -> tool_h1 (id h1)" in text
     assert empty.is_error and empty.content[0].text.startswith("UnknownMethod: compose makes the plan")
+    assert all(isinstance(step["low_confidence"], bool) and step["confidence"] is not None for step in plan["steps"])
+    assert "low_confidence" in tool.description

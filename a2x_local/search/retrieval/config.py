@@ -20,9 +20,10 @@ class TextOptions(BaseModel):
 
     text: TextField = "name_description"
     params: bool = False
+    body: bool = False
 
     def key(self) -> str:
-        return f"{self.text}|params={int(self.params)}"
+        return f"{self.text}|params={int(self.params)}" + ("|body=1" if self.body else "")
 
 
 class RetrievalConfig(SectionConfig):
@@ -36,6 +37,7 @@ class RetrievalConfig(SectionConfig):
     non_latin_threshold: float = Field(ge=0, le=1)
     text: TextField
     text_params: bool
+    text_body: bool
     embed_batch_size: int = Field(ge=1)
     threads: int = Field(ge=0)
     dense_index: Literal["auto", "flat", "hnsw", "ivfpq"]
@@ -65,7 +67,7 @@ class RetrievalConfig(SectionConfig):
     embedding_models: dict[str, EmbeddingAlias]
 
     def text_options(self) -> TextOptions:
-        return TextOptions(text=self.text, params=self.text_params)
+        return TextOptions(text=self.text, params=self.text_params, body=self.text_body)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> Self:

@@ -10,6 +10,8 @@ recall@10 ≥ 0.98 against exact search. On a machine with faiss-gpu and a GPU, 
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +23,13 @@ from a2x_local.errors import UserError
 from a2x_local.llm import EmbeddingModel, load_embedder, resolve_embedding
 from a2x_local.search.retrieval.config import RetrievalConfig
 
+QUERIES_KEPT = 4096   # query vectors an embedder keeps: compose encodes a step for its search and its scoring
+
 
 class Embedder:
     """Encodes queries and service texts into normalised float32 vectors with one embedding model (an alias from
-    `[retrieval.embedding_models]` or a sentence-transformers folder), the model's prefixes applied."""
+    `[retrieval.embedding_models]` or a sentence-transformers folder), the model's prefixes applied. The most
+    recent query vectors are kept (a step text is searched, probed and scored: encoded once)."""
 
     def __init__(self, spec: str, config: RetrievalConfig) -> None:
         self.spec = spec
@@ -33,6 +38,8 @@ class Embedder:
         self.config = config
         self._signature: str | None = None
         self._model: EmbeddingModel | None = None
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def signature(self) -> str:
@@ -58,7 +65,22 @@ class Embedder:
         return self.model.dimension
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        return self.model.encode(list(queries), query=True, batch_size=self.config.embed_batch_size)
+        queries = list(queries)
+        with self._lock:
+            kept = {text: self._queries[text] for text in queries if text in self._queries}
+        fresh = [text for text in dict.fromkeys(queries) if text not in kept]
+        if fresh:
+            vectors = self.model.encode(fresh, query=True, batch_size=self.config.embed_batch_size)
+            kept.update(zip(fresh, vectors, strict=True))
+        with self._lock:
+            for text in queries:
+                self._queries[text] = kept[text]
+                self._queries.move_to_end(text)
+            while len(self._queries) > QUERIES_KEPT:
+                self._queries.popitem(last=False)
+        if not queries:
+            return self.model.encode([], query=True, batch_size=self.config.embed_batch_size)
+        return np.stack([kept[text] for text in queries])
 
     def encode_passages(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Service vectors; ``progress(n)`` is told after each chunk of n texts."""

@@ -33,6 +33,7 @@ class RetrieverOptions(BaseModel):
     embedding_model: str | None = Field(None, description="embedding model: an alias or a sentence-transformers folder")
     text: TextField | None = Field(None, description="indexed text: name_description | description")
     params: bool | None = Field(None, description="append parameter names from metadata.inputSchema")
+    body: bool | None = Field(None, description="append a skill's body (its first 2,000 characters)")
 
 
 class HybridOptions(RetrieverOptions):
@@ -47,6 +48,8 @@ def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
     values.pop("embedding_model", None)
     if "params" in values:
         values["text_params"] = values.pop("params")
+    if "body" in values:
+        values["text_body"] = values.pop("body")
     return RetrievalConfig.from_settings(settings, **values)
 
 

@@ -25,9 +25,17 @@ def parameter_names(metadata: Mapping[str, Any]) -> list[str]:
     return [str(name) for name, value in schema.items() if isinstance(value, Mapping)]
 
 
+BODY_CHARS = 2000   # SkillWeaver's body-aware text: name ⊕ description ⊕ body[:2000]
+
+
 def service_text(service: Service, options: TextOptions) -> str:
-    """`name: description` (or the description alone), optionally followed by the parameter names."""
+    """`name: description` (or the description alone), optionally followed by the parameter names and, for a
+    skill, the first 2,000 characters of its body."""
     text = service.text if options.text == "name_description" else service.description
+    if options.body and isinstance(service.metadata, Mapping):
+        body = service.metadata.get("body_excerpt")
+        if isinstance(body, str) and body.strip():
+            text = f"{text}\n{body.strip()[:BODY_CHARS]}"
     if options.params:
         names = parameter_names(service.metadata)
         if names:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Protocol
 
+from a2x_local.costs import Cost
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request, Result
 from a2x_local.registry import Service
@@ -46,17 +47,17 @@ class RoundObserver(Protocol):
 
 
 @dataclass
-class _Tally:
-    """What one streamed round sent and got back, counted as its answers come (the answers are not kept)."""
+class _Tally(Cost):
+    """What one streamed round sent and got back, counted as its answers come (the answers are not kept); the token
+    fields are the one cost type's."""
 
     requests: int = 0
     failed: int = 0
     first_error: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
     def add(self, result: Result) -> None:
         self.requests += 1
+        self.calls += 1
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
         if not result.ok:
