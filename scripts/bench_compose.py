@@ -14,7 +14,10 @@ Numbers, all macro-averaged, split by queries with one correct tool ("single") a
 hit@10, COMP@5 / COMP@10 (whole correct set in the top k), recall@10 (share of the correct set found); every
 ranked run returns the same number of services, so they compare at equal budgets. The plan alone (one service per
 step) is scored against flat hybrid cut at the same number of services per query (``matched_budget``). Check: the
-rule decomposer must not lower single-tool hit@10 by more than one point.
+rule decomposer must not lower single-tool hit@10 by more than one point. Runs with a model also report what the
+engine computed per query (``computed_tokens_per_query``: prompt tokens its prefix cache did not serve, plus decode,
+as vLLM reports it) and, for the tiny model, the same under the simulated prefix cache of bench_search.py
+(``simulated_computed_tokens_per_query``: blocks of 16 tokens, least recently used out, 200,000 tokens).
 
     .venv/bin/python scripts/bench_compose.py [--data data/toolret] [--limit N] [--tiny 40] [--model ALIAS]
 """
@@ -117,18 +120,47 @@ def compose_report(name: str, composer: Composer, queries: Sequence[Query], flat
             "prompt_tokens_per_query": round(mean([float(p.plan.prompt_tokens) for p in plans]), 1),
             "completion_tokens_per_query": round(mean([float(p.plan.completion_tokens) for p in plans]), 1),
             "calls_per_query": round(mean([float(p.plan.calls) for p in plans]), 3),
+            **computed_numbers(composer.engine, len(queries)),
             "ms_per_query": round(1000 * seconds, 2),
             "usage": composer.engine.usage.to_dict() if composer.engine is not None else None}
 
 
+def computed_numbers(engine: Any, queries: int) -> dict[str, Any]:
+    """What the engine computed per query: as it reports its prefix cache, and under the simulated cache when the
+    engine is metered (the tiny model)."""
+    if engine is None:
+        return {}
+    used = engine.usage.total()
+    numbers = {"computed_tokens_per_query": round((used.prompt_tokens - used.prefix_cached_tokens
+                                                   + used.completion_tokens) / max(1, queries), 1)}
+    meter = getattr(engine, "meter", None)
+    if meter is not None:
+        numbers["simulated_computed_tokens_per_query"] = round(meter.total().computed / max(1, queries), 1)
+    return numbers
+
+
 def tiny_engine(folder: Path) -> Any:
+    """vLLM on the tiny model, every request it sends also counted by a simulated prefix cache (``meter``)."""
     from a2x_local.llm.config import EngineConfig
     from a2x_local.llm.tiny_model import MAX_POSITIONS, build_tiny_model
     from a2x_local.llm.vllm_engine import VllmEngine
+    from a2x_local.search.llm.prefix import CacheMeter
+
+    class MeteredVllm(VllmEngine):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.meter = CacheMeter(self.prompt_token_ids)
+
+        def _generate(self, requests: Sequence[Any]) -> list[Any]:
+            outputs = super()._generate(requests)
+            sent = [(r, o) for r, o in zip(requests, outputs, strict=True) if o.prompt_tokens]
+            self.meter.observe([r for r, _ in sent], [o for _, o in sent])
+            return outputs
 
     config = EngineConfig.defaults(dtype="float32", max_model_len=MAX_POSITIONS, enforce_eager=True,
                                    cpu_kvcache_space_gb=1, multiprocessing=False, seed=0)
-    return VllmEngine(build_tiny_model(folder / "tiny-qwen2"), config, model_label="tiny-qwen2")
+    return MeteredVllm(build_tiny_model(folder / "tiny-qwen2"), config, model_label="tiny-qwen2",
+                       llm_kwargs={"block_size": 16})
 
 
 def guarded(name: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:

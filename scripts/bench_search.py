@@ -56,7 +56,7 @@ from a2x_local.search import make_method, parse_option_pairs
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue
 from a2x_local.search.llm.config import LlmSearchConfig, llm_search_config
-from a2x_local.search.llm.prefix import uncached_tokens
+from a2x_local.search.llm.prefix import BLOCK_TOKENS, DEFAULT_CACHE_TOKENS, CacheMeter, Cost, PrefixCache
 from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
@@ -80,69 +80,66 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "a2x+rescue": ("get_all", {}, True),
     "get_all_capped": ("get_all", {"max_children_selected": 5, "max_services_selected": 20}, False),
 }
-# The token levers, each off (as published) and on, then together: setting -> (mode, [search] overrides). Every
-# row sets every lever, so rows do not depend on the shipped defaults; "defaults" rows are the [search] table as is.
+# The token levers, each changed alone from the `published` preset, then the presets themselves: setting ->
+# (mode, [search] overrides). Rows name their preset, so they do not depend on the shipped default preset;
+# "default" rows are whatever the default preset is.
 
 
-def lever(*, services: int | None = None, categories: int | None = None, boundaries: float = 0.0, direct: int = 0,
-          prerank: int = 0, share: float = 0.0, rest: str = "names", layout: str = "query_last",
-          language: str = "always", pack: bool = False) -> dict[str, Any]:
-    """[search] overrides for one frontier row: compact lines cut at ``services`` / ``categories`` characters (None:
-    full lines; 0: the whole first sentence), max(``prerank``, ``share`` of a group) services described per group
-    (0: off) with the rest held for a ``round`` or by ``names``, direct selection below ``direct`` services (0:
-    off), boundaries above an overlap of ``boundaries``, the cross-language line ``always`` or when needed
-    (``auto``), and a query's groups packed into as few prompts as the cap allows (``pack``)."""
-    return {"service_lines": "full" if services is None else "compact", "compact_service_chars": services or 0,
-            "category_lines": "full" if categories is None else "compact", "compact_category_chars": categories or 0,
-            "boundary_min_overlap": boundaries, "direct_select_below": direct, "prerank_min": prerank,
-            "prerank_share": share, "prerank_rest": rest, "prompt_layout": layout, "language_line": language,
-            "pack_groups": pack}
+def lever(preset: str = "published", *, services: int | None = None, categories: int | None = None,
+          **keys: Any) -> dict[str, Any]:
+    """[search] overrides for one frontier row: ``preset``, compact service and category lines cut at ``services``
+    / ``categories`` characters (None: as the preset has them), and any other [search] ``keys``."""
+    row: dict[str, Any] = {"preset": preset, **keys}
+    if services is not None:
+        row |= {"service_lines": "compact", "compact_service_chars": services}
+    if categories is not None:
+        row |= {"category_lines": "compact", "compact_category_chars": categories}
+    return row
 
 
+PER_NODE = {"group_lists": "per_node"}
 FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
-    "published (levers off)": ("get_all", lever()),
-    "query first": ("get_all", lever(layout="query_first")),
-    "language line when needed": ("get_all", lever(language="auto")),
+    "published": ("get_all", lever()),
+    "query first": ("get_all", lever(prompt_layout="query_first")),
+    "language line always": ("get_all", lever(language_line="always")),
     "compact services 60": ("get_all", lever(services=60)),
-    "compact categories 60": ("get_all", lever(categories=60)),
     "compact categories 40": ("get_all", lever(categories=40)),
-    "direct selection up to 60": ("get_all", lever(direct=60)),
-    "packed groups": ("get_all", lever(pack=True)),
-    "pre-rank 10, rest in a round": ("get_all", lever(prerank=10, rest="round")),
-    "pre-rank 30, rest in a round": ("get_all", lever(prerank=30, rest="round")),
-    "pre-rank 5 (10%), rest by name": ("get_all", lever(prerank=5, share=0.1)),
-    "pre-rank 5 (10%) by name, packed": ("get_all", lever(prerank=5, share=0.1, pack=True)),
-    "compact 60/80 + pre-rank 5 (20%) by name": ("get_all", lever(categories=60, services=80, prerank=5,
-                                                                   share=0.2)),
-    "all on, compact 60/80": ("get_all", lever(categories=60, services=80, prerank=5, share=0.1, language="auto",
-                                               pack=True)),
-    "all on, compact 40/60 + direct 60": ("get_all", lever(categories=40, services=60, prerank=5, share=0.1,
-                                                           language="auto", pack=True, direct=60)),
-    "defaults": ("get_all", {}),
+    "packed groups": ("get_all", lever(pack_groups=True)),
+    "pre-rank 5 (10%), rest by name": ("get_all", lever(prerank_min=5, prerank_share=0.1)),
+    "stable lists": ("get_all", lever(group_lists="stable")),
+    "per-node lists": ("get_all", lever(**PER_NODE)),
+    "per-node lists, direct selection up to 20": ("get_all", lever(**PER_NODE, direct_select_below=20)),
+    "per-node lists, direct selection up to 40": ("get_all", lever(**PER_NODE, direct_select_below=40)),
+    "per-node lists, direct selection up to 60": ("get_all", lever(**PER_NODE, direct_select_below=60)),
+    "per-node lists, compact services 100": ("get_all", lever(**PER_NODE, services=100)),
+    "per-node lists, compact services 60": ("get_all", lever(**PER_NODE, services=60)),
+    "per-node lists, compact categories 60": ("get_all", lever(**PER_NODE, categories=60)),
+    "lean": ("get_all", lever("lean")),
+    "default": ("get_all", lever("default")),
     "get_one published": ("get_one", lever()),
-    "get_one boundaries at overlap 0.3": ("get_one", lever(boundaries=0.3)),
-    "get_one defaults": ("get_one", {}),
+    "get_one lean": ("get_one", lever("lean")),
+    "get_one default": ("get_one", lever("default")),
 }
 
 
 class TimedEngine(ScriptedEngine):
     """Keeps the seconds spent inside generate(), so the search's own overhead can be told apart, and what a
-    prefix-caching engine would compute of each round (``uncached`` by query)."""
+    prefix-caching engine would compute of the whole stream of rounds (``meter``: one simulated cache, by query)."""
 
-    def __init__(self, rule) -> None:
+    def __init__(self, rule, meter: CacheMeter) -> None:
         super().__init__(rule)
         self.generate_seconds = 0.0
-        self.uncached: dict[str, int] = {}
+        self.meter = meter
 
     def generate(self, requests: Sequence[Request]) -> list[Result]:
         started = time.perf_counter()
+        results: list[Result] = []
         try:
-            return super().generate(requests)
+            results = super().generate(requests)
+            return results
         finally:
-            counts = uncached_tokens([chat_token_ids(request.messages) for request in requests])
-            for request, count in zip(requests, counts, strict=True):
-                query = request.context["query"]
-                self.uncached[query] = self.uncached.get(query, 0) + count
+            if results:
+                self.meter.observe(requests, results)
             # The counting is this benchmark's own work, not the search's: it is timed with the engine.
             self.generate_seconds += time.perf_counter() - started
 
@@ -236,7 +233,9 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
     else:
         rule = SimulatedNavigator(tree, {q.query: set(q.correct) for q in queries}, error_rate=error_rate,
                                   seed=args.seed)
-    engine = TimedEngine(rule)
+    meter = CacheMeter(chat_token_ids, PrefixCache(args.cache_tokens, args.block_tokens),
+                       owner=lambda request: request.context["query"])
+    engine = TimedEngine(rule, meter)
     retriever = context["retriever"]
     search = A2XSearch(tree, {s.id: s for s in services}, engine, config, rescue=retriever if rescue else None,
                        ranker=retriever)
@@ -250,7 +249,11 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
     records = Evaluation(plan.out_dir, plan.spec, context["registry"], evaluation_config).run(method, queries)
     scored = [r for r in records if r["scored"]]
     prompt = [r["prompt_tokens"] for r in records]
-    uncached = [engine.uncached.get(q.query, 0) for q in queries]
+    # Cost per query after the warm-up: the first queries fill the cache and are left out of the means.
+    measured = queries[args.warmup:] or queries
+    costs = [meter.by_owner.get(q.query, Cost()) for q in measured]
+    computed_by_label = {label: round(cost.computed / len(measured), 1) for label, cost in
+                         sorted(meter.by_label.items())}
     total = engine.usage.total()
     by_label = engine.usage.by_label
     return {
@@ -263,8 +266,12 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
         "returned_per_query": round(mean([len(r["returned"]) for r in records]), 2),
         "candidates_shown_per_query": round(mean([r["candidates_shown"] for r in records]), 1),
         "prompt_tokens_per_query": summary(prompt),
-        "uncached_prompt_tokens_per_query": summary(uncached),
+        "computed_tokens_per_query": summary([c.computed for c in costs]),
+        "computed_prompt_tokens_per_query": summary([c.prompt - c.cached for c in costs]),
+        "measured_prompt_tokens_per_query": round(mean([c.prompt for c in costs]), 1),
         "completion_tokens_per_query": round(mean([r["completion_tokens"] for r in records]), 1),
+        "cache": {"capacity_tokens": meter.cache.capacity_tokens, "block_tokens": meter.cache.block_tokens,
+                  "warmup_queries": len(queries) - len(measured), "evicted_blocks": meter.cache.evicted},
         "calls_per_query": round(mean([r["calls"] for r in records]), 2),
         "rounds_per_query": summary([r["rounds"] for r in records]),
         "capped_answers_per_query": round(mean([r.get("capped", 0) for r in records]), 3),
@@ -272,6 +279,7 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
            else {}),
         "prompt_tokens_by_call_type": {label: round(stats.prompt_tokens / len(queries), 1)
                                        for label, stats in sorted(by_label.items())},
+        "computed_tokens_by_call_type": computed_by_label,
         "calls_by_call_type": {label: round(stats.calls / len(queries), 3)
                                for label, stats in sorted(by_label.items())},
         "accounting_matches_engine": sum(prompt) == total.prompt_tokens
@@ -281,16 +289,19 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """The results as a Markdown table (hit / recall / prompt tokens per query, one row per variant)."""
-    rates = sorted({r["error_rate"] for r in results})
-    lines = ["| variant | " + " | ".join(f"E = {e:g}: hit · recall · prompt tok" for e in rates) + " |",
+    """The results as a Markdown table (hit · recall · prompt · computed tokens per query, one row per variant and
+    a column per error rate, and one for the reader when it ran)."""
+    rates: list[float | None] = sorted({r["error_rate"] for r in results} - {None})
+    rates += [None] if any(r["error_rate"] is None for r in results) else []
+    heads = [f"E = {e:g}" if e is not None else "reader" for e in rates]
+    lines = ["| variant | " + " | ".join(f"{head}: hit · recall · prompt · computed tok" for head in heads) + " |",
              "|---|" + "---|" * len(rates)]
     for name in dict.fromkeys(r["variant"] for r in results):
         cells = []
         for rate in rates:
             r = next(x for x in results if x["variant"] == name and x["error_rate"] == rate)
-            tokens = r["prompt_tokens_per_query"]["mean"]
-            cells.append(f"{r['hit'] * 100:.1f} · {r['recall'] * 100:.1f} · {tokens:,.0f}")
+            tokens, computed = r["prompt_tokens_per_query"]["mean"], r["computed_tokens_per_query"]["mean"]
+            cells.append(f"{r['hit'] * 100:.1f} · {r['recall'] * 100:.1f} · {tokens:,.0f} · {computed:,.0f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -303,33 +314,39 @@ def frontier_rows(results: list[dict[str, Any]], noisy_rate: float) -> list[dict
         noisy = next(r for r in results if r["variant"] == name and r["error_rate"] == noisy_rate)
         reader = next((r for r in results if r["variant"] == name and r["policy"] == "reader"), None)
         by_type = oracle["prompt_tokens_by_call_type"]
+        computed_by_type = oracle["computed_tokens_by_call_type"]
         rows.append({"setting": name, "mode": oracle["mode"], "overrides": oracle["overrides"],
                      "prompt_tokens": oracle["prompt_tokens_per_query"]["mean"],
-                     "uncached_prompt_tokens": oracle["uncached_prompt_tokens_per_query"]["mean"],
+                     "computed_tokens": oracle["computed_tokens_per_query"]["mean"],
                      "descend_tokens": by_type.get("descend", 0.0),
                      "select_tokens": round(sum(v for k, v in by_type.items() if k != "descend"), 1),
+                     "descend_computed": computed_by_type.get("descend", 0.0),
+                     "select_computed": round(sum(v for k, v in computed_by_type.items() if k != "descend"), 1),
                      "calls": oracle["calls_per_query"], "rounds": oracle["rounds_per_query"]["mean"],
                      "candidate_ceiling": oracle["candidate_ceiling"], "oracle_hit": oracle["hit"],
                      "noisy_hit": noisy["hit"], "noisy_recall": noisy["recall"],
                      "noisy_prompt_tokens": noisy["prompt_tokens_per_query"]["mean"],
                      **({"reader_hit": reader["hit"], "reader_recall": reader["recall"],
                          "reader_reach": reader["candidate_ceiling_any"],
-                         "reader_prompt_tokens": reader["prompt_tokens_per_query"]["mean"]} if reader else {})})
+                         "reader_returned": reader["returned_per_query"],
+                         "reader_prompt_tokens": reader["prompt_tokens_per_query"]["mean"],
+                         "reader_computed_tokens": reader["computed_tokens_per_query"]["mean"]} if reader else {})})
     return rows
 
 
 def frontier_table(rows: list[dict[str, Any]], noisy_rate: float) -> str:
     reader = all("reader_hit" in r for r in rows)
-    lines = ["| setting | prompt tok | uncached | descend · select | calls | ceiling % | oracle hit % |"
+    lines = ["| setting | prompt tok | computed | computed descend · select | calls | ceiling % | oracle hit % |"
              f" hit % at E = {noisy_rate:g} | recall % at E = {noisy_rate:g} |"
-             + (" reader reach % | reader hit % |" if reader else ""),
-             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if reader else "")]
+             + (" reader reach % | reader hit % | reader returned |" if reader else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if reader else "")]
     for r in rows:
-        lines.append(f"| {r['setting']} | {r['prompt_tokens']:,.0f} | {r['uncached_prompt_tokens']:,.0f} |"
-                     f" {r['descend_tokens']:,.0f} · {r['select_tokens']:,.0f} | {r['calls']:.2f} |"
+        lines.append(f"| {r['setting']} | {r['prompt_tokens']:,.0f} | {r['computed_tokens']:,.0f} |"
+                     f" {r['descend_computed']:,.0f} · {r['select_computed']:,.0f} | {r['calls']:.2f} |"
                      f" {r['candidate_ceiling'] * 100:.1f} | {r['oracle_hit'] * 100:.1f} |"
                      f" {r['noisy_hit'] * 100:.1f} | {r['noisy_recall'] * 100:.1f} |"
-                     + (f" {r['reader_reach'] * 100:.1f} | {r['reader_hit'] * 100:.1f} |" if reader else ""))
+                     + (f" {r['reader_reach'] * 100:.1f} | {r['reader_hit'] * 100:.1f} | {r['reader_returned']:.2f} |"
+                        if reader else ""))
     return "\n".join(lines)
 
 
@@ -350,7 +367,7 @@ def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, tit
                              gridspec_kw={"width_ratios": [1] * len(panels) + [0.9]})
     for ax, (key, label) in zip(axes, panels, strict=False):
         for number, r in enumerate(rows, start=1):
-            ax.scatter(r["prompt_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "defaults" else
+            ax.scatter(r["prompt_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "default" else
                        "tab:blue", s=24)
             ax.annotate(str(number), (r["prompt_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
@@ -377,15 +394,21 @@ def make_reader() -> ReaderNavigator:
 
 
 def headline(results: list[dict[str, Any]], name: str, noisy_rate: float) -> dict[str, Any]:
-    """The numbers the issue asks for, of one setting: its oracle run, and its noisy hit when measured."""
+    """The numbers the issues ask for, of one setting: its oracle run's tokens and ceiling, its noisy hit and its
+    reader hit when measured."""
     oracle = next((r for r in results if r["variant"] == name and r["error_rate"] == 0.0), None)
     if oracle is None:
         return {}
     noisy = next((r for r in results if r["variant"] == name and r["error_rate"] == noisy_rate), None)
+    reader = next((r for r in results if r["variant"] == name and r["policy"] == "reader"), None)
     return {"headline_variant": name, "prompt_tokens_per_query": oracle["prompt_tokens_per_query"],
-            "uncached_prompt_tokens_per_query": oracle["uncached_prompt_tokens_per_query"],
+            "computed_tokens_per_query": oracle["computed_tokens_per_query"],
+            "completion_tokens_per_query": oracle["completion_tokens_per_query"],
             "candidate_ceiling": oracle["candidate_ceiling"], "oracle_hit": oracle["hit"],
-            **({f"hit_at_error_rate_{noisy_rate:g}": noisy["hit"]} if noisy else {})}
+            **({f"hit_at_error_rate_{noisy_rate:g}": noisy["hit"]} if noisy else {}),
+            **({"reader_hit": reader["hit"], "reader_recall": reader["recall"],
+                "reader_returned_per_query": reader["returned_per_query"],
+                "reader_computed_tokens_per_query": reader["computed_tokens_per_query"]} if reader else {})}
 
 
 def main() -> None:
@@ -406,13 +429,22 @@ def main() -> None:
     parser.add_argument("--settings", default="", help="with --frontier: only these FRONTIER settings (';' list)")
     parser.add_argument("--plot", type=Path, default=None, help="with --frontier: draw the frontier into this PNG")
     parser.add_argument("--reader", action="store_true",
-                        help="with --frontier: also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
+                        help="also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
+    parser.add_argument("--preset", default=None, help="a [search] preset for every variant (default, published,"
+                        " lean); frontier rows that set a preset keep theirs")
+    parser.add_argument("--cache-tokens", type=int, default=DEFAULT_CACHE_TOKENS,
+                        help="capacity of the simulated prefix cache, in tokens")
+    parser.add_argument("--block-tokens", type=int, default=BLOCK_TOKENS, help="block size of the simulated cache")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="queries that fill the cache first and are left out of the per-query costs")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
     args.services = args.services or args.data / "services.json"
     args.queries = args.queries or args.data / "queries_dev.json"
     options = parse_option_pairs(args.option)
+    if args.preset:
+        options["preset"] = args.preset
     if args.frontier:
         picked = [s.strip() for s in args.settings.split(";") if s.strip()] or list(FRONTIER)
         unknown = [s for s in picked if s not in FRONTIER]
@@ -422,6 +454,7 @@ def main() -> None:
         runs = [(name, FRONTIER[name][0], FRONTIER[name][1], False) for name in picked]
     else:
         rates = [0.0] if args.policy == "oracle" else [float(e) for e in args.error_rate.split(",")]
+        rates += [None] if args.reader else []
         variants = [v.strip() for v in args.variants.split(",") if v.strip()]
         unknown = [v for v in variants if v not in VARIANTS]
         if unknown:
@@ -455,7 +488,7 @@ def main() -> None:
         full_tokens = FullCatalogue(services, ScriptedEngine(lambda r: ""), config).prompt_tokens(queries[0].query)
     depth = tree.stats().depth
     noisy_rate = args.frontier_error_rate if args.frontier else 0.1
-    first = "defaults" if args.frontier and "defaults" in [r[0] for r in runs] else runs[0][0]
+    first = "default" if args.frontier and "default" in [r[0] for r in runs] else runs[0][0]
     result: dict[str, Any] = {
         **headline(results, first, noisy_rate),
         "simulation": SIMULATION, "policy": "oracle+noisy" if args.frontier else args.policy, "error_rates": rates,

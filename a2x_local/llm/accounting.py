@@ -12,7 +12,8 @@ from rich.table import Table
 @dataclass
 class CallStats:
     """Totals for one call type. ``calls`` counts every attempt sent to a model, retries included; ``cached``
-    counts answers read from the answer cache instead (never sent), and the ``cached_*`` tokens what they saved."""
+    counts answers read from the answer cache instead (never sent), and the ``cached_*`` tokens what they saved;
+    ``prefix_cached_tokens`` the prompt tokens the engine served from its prefix cache (engines that report it)."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -23,6 +24,7 @@ class CallStats:
     cached: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    prefix_cached_tokens: int = 0
 
     def add(self, other: CallStats) -> None:
         for item in fields(self):

@@ -64,7 +64,8 @@ def read_tree_file(path: Path) -> Any:
     if not class_path.is_file():
         raise InputError(str(path), f"a tree of the A2X-registry format needs its {CLASS_FILE} beside it"
                          f" ({class_path} not found): it holds the categories' names and descriptions")
-    root, warnings = from_official(data, read_json(class_path), source=str(path), class_source=str(class_path))
+    root, warnings = from_official(data, read_json(class_path), source=str(path), class_source=str(class_path),
+                                   max_depth=MAX_DEPTH, max_nodes=MAX_NODES)
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root, "imported_from": "a2x-registry",
             "warnings": warnings}
 

@@ -39,6 +39,9 @@ class SharedEngine(Engine):
     def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
         return self.inner._generate(requests)
 
+    def reset_prefix_cache(self) -> bool:
+        return self.inner.reset_prefix_cache()
+
 
 def patch_make_engine(monkeypatch: pytest.MonkeyPatch, factory: Callable[..., Engine]) -> list[Any]:
     """Route every `make_engine(settings, options)` call to ``factory(settings, options)``; returns the list of

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import ConfigDict, Field
 
@@ -12,6 +13,8 @@ from a2x_local.settings import SectionConfig, Settings
 
 Mode = Literal["get_all", "get_important", "get_one"]
 MODES: tuple[str, ...] = ("get_all", "get_important", "get_one")
+# The table of named lever settings (`[search] preset` picks one; docs/search.md "Presets").
+PRESETS_TABLE = "search_presets"
 
 
 class LlmSearchConfig(SectionConfig):
@@ -20,8 +23,10 @@ class LlmSearchConfig(SectionConfig):
     model_config = ConfigDict(frozen=True)
     section: ClassVar[str] = "search"
 
+    preset: str
     default_mode: Mode
     merge_threshold: int = Field(ge=0)
+    group_lists: Literal["merged", "stable", "per_node"]
     group_cap: int = Field(ge=1)
     named_group_cap: int = Field(ge=1)
     pack_groups: bool
@@ -51,6 +56,24 @@ class LlmSearchConfig(SectionConfig):
     answer_margin_tokens: int = Field(ge=0)
     temperature: float = Field(ge=0)
     seed: int
+
+    @classmethod
+    def load(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
+        """The table with its preset's levers over it (`[search_presets.NAME]`), then ``overrides`` over both."""
+        table = config.get(cls.section, {})
+        name = overrides.get("preset") or table.get("preset") or "default"
+        presets = config.get(PRESETS_TABLE, {})
+        if name not in presets:
+            raise UserError(f"unknown search preset '{name}'",
+                            hint=f"choose one of: {', '.join(presets)}; or define [{PRESETS_TABLE}.{name}] in your"
+                            " config.toml")
+        bundle = presets[name]
+        unknown = sorted(set(bundle) - set(cls.model_fields) - {"preset"})
+        if unknown:
+            raise UserError(f"[{PRESETS_TABLE}.{name}] sets unknown [search] keys: {', '.join(unknown)}",
+                            hint="a preset sets keys of the [search] table (docs/search.md, Presets)")
+        given = {key: value for key, value in overrides.items() if value is not None}
+        return super().load(config, **{**bundle, **given, "preset": name})
 
 
 def prerank_shown(config: LlmSearchConfig, size: int) -> int:
