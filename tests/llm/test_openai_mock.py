@@ -39,7 +39,8 @@ def model_entry(name: str, max_model_len: int | None = None) -> dict[str, Any]:
 
 def completion(text: str, finish: str = "stop", prompt: int = 11, generated: int = 3,
                cached: int | None = None) -> httpx.Response:
-    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated}
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": generated,
+                             "total_tokens": prompt + generated}
     if cached is not None:      # a server with a prefix cache says how much of the prompt it served
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
     return httpx.Response(200, json={
