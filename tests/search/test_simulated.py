@@ -100,12 +100,16 @@ def test_listed_lines_are_the_numbered_options_of_a_prompt():
         listed_lines(text, 3)
 
 
-def test_the_reader_chooses_the_lines_most_like_the_request():
-    vocabulary = ["flight", "hotel", "rain"]
+VOCABULARY = ["flight", "hotel", "rain"]
 
-    def encode(texts):
-        rows = np.array([[float(word in text.lower()) for word in vocabulary] + [0.1] for text in texts])
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+def encode(texts):
+    """A toy embedding: one dimension per word of the vocabulary, and a small constant one."""
+    rows = np.array([[float(word in text.lower()) for word in VOCABULARY] + [0.1] for text in texts])
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_the_reader_chooses_the_lines_most_like_the_request():
 
     shape = {"root": ("All", []), "root/1": ("Hotel bookings", ["h1", "h2"]), "root/2": ("Flight tickets", ["f1"]),
              "root/3": ("Rain alerts", ["w1"])}
@@ -122,3 +126,21 @@ def test_the_reader_chooses_the_lines_most_like_the_request():
     lost = A2XSearch(make_tree(blind), services, ScriptedEngine(ReaderNavigator(encode)), config).search(
         "a hotel for tonight")
     assert lost.trace["decisions"][0]["selected"] == ["root/1", "root/2", "root/3"]
+
+
+def test_with_a_floor_the_reader_answers_none_for_a_list_that_holds_nothing_like_the_request():
+    shape = {"root": ("All", []), "root/1": ("Hotel bookings", ["h1"]), "root/2": ("Flight tickets", ["f1"])}
+    services = {"h1": Service("h1", "generic", "book_room", "Books a hotel room."),
+                "f1": Service("f1", "generic", "fly", "Buys a flight.")}
+    # Both categories are entered (descent never uses the floor); each list is asked on its own.
+    config = LlmSearchConfig.defaults(preset="published", group_lists="per_node", max_children_selected=0)
+    always = ReaderNavigator(encode, margin=1.0)
+    floored = ReaderNavigator(encode, margin=1.0, floor=0.5)
+    request = "a hotel room or a flight"
+    assert set(A2XSearch(make_tree(shape), services, ScriptedEngine(always), config).search(request).ids) == {
+        "h1", "f1"}
+    # Without a floor the reader takes something from every list; with one, only what is like the request.
+    alone = A2XSearch(make_tree(shape), services, ScriptedEngine(floored), config).search("a hotel room")
+    assert alone.ids == ["h1"]
+    selections = alone.trace["selection"]
+    assert len(selections) == 2 and [call["answer"] for call in selections] == ["1", "NONE"]
