@@ -112,7 +112,9 @@ def compare(log: list[dict[str, Any]], capacity_tokens: int, block_tokens: int) 
 
 def run(name: str, blocks: int, args: argparse.Namespace, model_dir: Path, context: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
-    engine = metered_engine(model_dir, blocks, args.max_model_len, args.block_tokens)
+    # vLLM refuses a cache smaller than one request of the longest context: a small cache gets a shorter context.
+    context_tokens = min(args.max_model_len, (blocks - 1) * args.block_tokens) if blocks else args.max_model_len
+    engine = metered_engine(model_dir, blocks, context_tokens, args.block_tokens)
     try:
         allotted = cache_blocks(engine)
         search = A2XSearch(context["tree"], context["services"], engine, context["config"])
@@ -124,7 +126,7 @@ def run(name: str, blocks: int, args: argparse.Namespace, model_dir: Path, conte
         result = compare(engine.log, allotted * args.block_tokens, args.block_tokens)
     finally:
         engine.close()
-    return {"run": name, "vllm_blocks": allotted, "block_tokens": args.block_tokens,
+    return {"run": name, "vllm_blocks": allotted, "block_tokens": args.block_tokens, "max_model_len": context_tokens,
             "capacity_tokens": allotted * args.block_tokens,
             "queries": len(queries), "queries_with_errors": errors,
             "seconds": round(time.perf_counter() - started, 1), **result}

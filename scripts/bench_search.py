@@ -108,9 +108,8 @@ FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
     "pre-rank 5 (10%), rest by name": ("get_all", lever(prerank_min=5, prerank_share=0.1)),
     "stable lists": ("get_all", lever(group_lists="stable")),
     "per-node lists": ("get_all", lever(**PER_NODE)),
-    "per-node lists, direct selection up to 20": ("get_all", lever(**PER_NODE, direct_select_below=20)),
-    "per-node lists, direct selection up to 40": ("get_all", lever(**PER_NODE, direct_select_below=40)),
     "per-node lists, direct selection up to 60": ("get_all", lever(**PER_NODE, direct_select_below=60)),
+    "per-node lists, direct selection up to 100": ("get_all", lever(**PER_NODE, direct_select_below=100)),
     "per-node lists, other services at every node": ("get_all", lever(**PER_NODE, other_services_child="all")),
     "per-node lists, direct 60, other services at every node": ("get_all", lever(
         **PER_NODE, direct_select_below=60, other_services_child="all")),
@@ -120,6 +119,7 @@ FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
     "lean": ("get_all", lever("lean")),
     "default": ("get_all", lever("default")),
     "get_one published": ("get_one", lever()),
+    "get_one boundaries at overlap 0.3": ("get_one", lever(boundary_min_overlap=0.3)),
     "get_one lean": ("get_one", lever("lean")),
     "get_one default": ("get_one", lever("default")),
 }
