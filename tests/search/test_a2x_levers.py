@@ -162,7 +162,7 @@ def test_the_query_comes_last_so_requests_at_one_node_share_their_prefix(call):
     tree = sample_tree()
     seen = []
     method = A2XSearch(tree, sample_services(), ScriptedEngine(lambda r: seen.append(r) or "1"),
-                       LlmSearchConfig.defaults(merge_threshold=100))
+                       LlmSearchConfig.defaults(merge_threshold=100, group_lists="merged"))
     method.search_batch([SearchRequest("find me a cheap hotel"), SearchRequest("book a flight to Rome")])
     first, second = [r for r in seen if r.context["call"] == call][:2]
     assert first.messages[1]["content"].endswith("Request: find me a cheap hotel")
@@ -174,7 +174,7 @@ def test_the_query_comes_last_so_requests_at_one_node_share_their_prefix(call):
     # Query first: the same tokens, but the second prompt shares only the instructions.
     seen.clear()
     method = A2XSearch(tree, sample_services(), ScriptedEngine(lambda r: seen.append(r) or "1"),
-                       LlmSearchConfig.defaults(merge_threshold=100, prompt_layout="query_first"))
+                       LlmSearchConfig.defaults(merge_threshold=100, group_lists="merged", prompt_layout="query_first"))
     method.search_batch([SearchRequest("find me a cheap hotel"), SearchRequest("book a flight to Rome")])
     swapped = [r for r in seen if r.context["call"] == call][:2]
     assert swapped[0].messages[1]["content"].startswith("Request: find me a cheap hotel\n\n")

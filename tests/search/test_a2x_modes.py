@@ -44,7 +44,7 @@ def test_get_all_takes_every_chosen_child_and_service_without_a_cap():
 
 def test_a_cap_asks_for_the_most_relevant_first_and_every_capped_answer_is_counted():
     method, oracle = _wide(LlmSearchConfig.defaults(max_children_selected=3, max_services_selected=1,
-                                                    merge_threshold=100))
+                                                    merge_threshold=100, group_lists="merged"))
     answer = method.search("everything late", mode="get_all")
     descend = oracle.seen[0]
     assert "at most 3 numbers, the most relevant first" in descend.messages[0]["content"]

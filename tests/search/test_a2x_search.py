@@ -134,7 +134,7 @@ def test_results_are_identical_across_runs():
 
 
 def test_merging_reduces_selection_calls():
-    merged, merged_engine, _ = _method(config=LlmSearchConfig.defaults(merge_threshold=30))
+    merged, merged_engine, _ = _method(config=LlmSearchConfig.defaults(merge_threshold=30, group_lists="merged"))
     answer = merged.search("book a flight and check the rain")
     assert [g["key"] for g in answer.trace["selection"]] == ["root"]
     assert answer.ids == ["f2", "w1"]

@@ -58,7 +58,7 @@ def test_drop_and_add_rates_match_the_error_rate():
     queries = {f"q{i}": {f"s{k}" for k in range(1 + i % 5, 41, 5)} for i in range(50)}   # 8 correct of 40 each
     rule = SimulatedNavigator(tree, queries, error_rate=0.2, seed=1)
     method = A2XSearch(tree, services_for({f"s{k}" for k in range(1, 41)}), ScriptedEngine(rule),
-                       LlmSearchConfig.defaults(merge_threshold=100))
+                       LlmSearchConfig.defaults(merge_threshold=100, group_lists="merged"))
     method.search_batch([SearchRequest(q) for q in queries])
     # 50 descents offering 8 correct categories each, then 50 selections offering the correct services reached.
     assert rule.decisions == 100 and 400 < rule.correct_seen < 800
