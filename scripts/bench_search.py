@@ -111,13 +111,12 @@ FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
     "per-node lists, direct selection up to 60": ("get_all", lever(**PER_NODE, direct_select_below=60)),
     "per-node lists, direct selection up to 100": ("get_all", lever(**PER_NODE, direct_select_below=100)),
     "per-node lists, other services at every node": ("get_all", lever(**PER_NODE, other_services_child="all")),
-    "per-node lists, direct 60, other services at every node": ("get_all", lever(
-        **PER_NODE, direct_select_below=60, other_services_child="all")),
     "per-node lists, compact services 100": ("get_all", lever(**PER_NODE, services=100)),
     "per-node lists, compact services 60": ("get_all", lever(**PER_NODE, services=60)),
     "per-node lists, compact categories 60": ("get_all", lever(**PER_NODE, categories=60)),
-    "lean": ("get_all", lever("lean")),
     "default": ("get_all", lever("default")),
+    "default, compact services 60": ("get_all", lever("default", services=60)),
+    "lean": ("get_all", lever("lean")),
     "get_one published": ("get_one", lever()),
     "get_one boundaries at overlap 0.3": ("get_one", lever(boundary_min_overlap=0.3)),
     "get_one lean": ("get_one", lever("lean")),
@@ -354,8 +353,8 @@ def frontier_table(rows: list[dict[str, Any]], noisy_rate: float) -> str:
 
 
 def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, title: str) -> None:
-    """Prompt tokens against the oracle's candidate ceiling, the noisy hit and (when run) the reader's hit, one
-    numbered point per get_all setting (the numbers are listed beside the panels)."""
+    """Computed tokens (what a prefix-caching engine pays) against the oracle's candidate ceiling, the noisy hit
+    and (when run) the reader's hit, one numbered point per get_all setting (listed beside the panels)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -370,11 +369,11 @@ def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, tit
                              gridspec_kw={"width_ratios": [1] * len(panels) + [0.9]})
     for ax, (key, label) in zip(axes, panels, strict=False):
         for number, r in enumerate(rows, start=1):
-            ax.scatter(r["prompt_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "default" else
+            ax.scatter(r["computed_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "default" else
                        "tab:blue", s=24)
-            ax.annotate(str(number), (r["prompt_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
+            ax.annotate(str(number), (r["computed_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
-        ax.set_xlabel("prompt tokens per query")
+        ax.set_xlabel("computed tokens per query (simulated prefix cache)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[-1].axis("off")
