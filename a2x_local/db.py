@@ -21,6 +21,7 @@ from typing import Literal
 
 import duckdb
 
+from a2x_local import provenance
 from a2x_local.errors import (
     A2XError,
     DatabaseBusyError,
@@ -29,6 +30,7 @@ from a2x_local.errors import (
     ReadOnlyDatabaseError,
     UserError,
 )
+from a2x_local.settings import packaged_default
 
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -76,7 +78,42 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
         applied.append(version)
+    _record_software(con, current, len(known))
     return applied
+
+
+def _record_software(con: duckdb.DuckDBPyConnection, schema_from: int, schema_to: int) -> None:
+    """Add the running install to the file's software history when it differs from the last one recorded."""
+    me = provenance.current()
+    last = con.execute("SELECT version, commit_id, dirty, bundle_id FROM software_history"
+                       " ORDER BY seen_at DESC LIMIT 1").fetchone()
+    if schema_from == schema_to and last == (me.version, me.commit, me.dirty, me.bundle_id):
+        return
+    with transaction(con):
+        con.execute("INSERT INTO software_history VALUES (now(), ?, ?, ?, ?, ?, ?)",
+                    [me.version, me.commit, me.dirty, me.bundle_id, schema_from, schema_to])
+
+
+def software_history(con: duckdb.DuckDBPyConnection) -> list[dict[str, object]]:
+    """The installs that created or upgraded this file, oldest first, after the migrations older installs applied
+    before the history was kept (those have no software recorded)."""
+    rows: list[dict[str, object]] = []
+    recorded = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'software_history'"
+                           ).fetchone()[0]
+    first = con.execute("SELECT min(schema_from) FROM software_history").fetchone()[0] if recorded else None
+    untracked = con.execute("SELECT version, name, applied_at FROM schema_migrations WHERE version <= ? ORDER BY 1",
+                            [first if first is not None else 1 << 30]).fetchall()
+    rows += [{"seen_at": str(at), "software": None, "schema_from": version - 1, "schema_to": version,
+              "note": f"migration {version} ({name}) by an install that kept no history"}
+             for version, name, at in untracked]
+    if recorded:
+        for seen_at, version, commit, dirty, bundle, schema_from, schema_to in con.execute(
+                "SELECT * FROM software_history ORDER BY seen_at").fetchall():
+            software = provenance.Provenance(version, commit, dirty, bundle)
+            rows.append({"seen_at": str(seen_at), "software": software.describe(), "version": version,
+                         "commit": commit, "dirty": dirty, "bundle_id": bundle, "schema_from": schema_from,
+                         "schema_to": schema_to})
+    return rows
 
 
 @contextmanager
@@ -182,9 +219,10 @@ def verify_blocks(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'SELECT bit_xor(hash(COLUMNS(*))) FROM "{name}"').fetchall()
 
 
-def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "write",
+def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",
                   verify: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating folders and file if needed), check and migrate; wait up to ``lock_timeout_s`` for other writers.
+    """Open (creating folders and file if needed), check and migrate; wait up to ``lock_timeout_s`` for other writers
+    (commands pass `settings.lock_timeout_s`; None: the packaged `[registry] lock_timeout_s`).
 
     ``mode="read"``: the caller only reads, so a file that cannot be written is opened read-only (and must then
     need no migration). A truncated file is refused either way; ``verify`` also reads every block first.
@@ -195,7 +233,7 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
     read_only = mode == "read" and path.exists() and not os.access(path, os.W_OK)
     while True:
         try:
-            con = connect_when_free(path, read_only=read_only, wait_s=lock_timeout_s,
+            con = connect_when_free(path, read_only=read_only, wait_s=_wait_s(lock_timeout_s),
                                     busy=f"{path}: another a2x-local process holds the database",
                                     hint="wait for it to finish, or use --db to work on another database")
             break
@@ -204,13 +242,17 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             if isinstance(error, ReadOnlyDatabaseError) and mode == "read" and not read_only and path.exists():
                 read_only = True
                 continue
-            raise error or UserError(f"{path}: cannot open the registry database: {exc}") from exc
+            raise error or UserError(f"{path}: cannot open the registry database: {exc}",
+                                     hint="check the path given by --db (or $A2X_DB) and its permissions") from exc
         except duckdb.Error as exc:
-            raise translate(exc, path) or UserError(f"{path}: not a usable DuckDB database: {exc}") from exc
+            raise translate(exc, path) or UserError(f"{path}: not a usable DuckDB database: {exc}",
+                                                    hint="--db must name an a2x-local registry (a DuckDB file), or"
+                                                    " a new path to create one") from exc
     try:
         problem = damage(con, path)
         if problem:
             raise damaged(path, problem)
+        _require_ours(con, path)
         if verify:
             verify_blocks(con)
         if read_only:
@@ -219,11 +261,30 @@ def open_database(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "wri
             migrate(con)
     except duckdb.Error as exc:
         con.close()
-        raise translate(exc, path) or UserError(f"{path}: cannot use the registry database: {exc}") from exc
+        raise translate(exc, path) or UserError(f"{path}: cannot use the registry database: {exc}",
+                                                hint=_RESTORE_HINT) from exc
     except BaseException:
         con.close()
         raise
     return con
+
+
+def _wait_s(lock_timeout_s: float | None) -> float:
+    return float(packaged_default("registry", "lock_timeout_s")) if lock_timeout_s is None else lock_timeout_s
+
+
+def _require_ours(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A DuckDB file of another program (tables, but none of a2x-local's bookkeeping) is never migrated into."""
+    if schema_version(con):
+        return
+    tables = [row[0] for row in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY table_name"
+        " LIMIT 4").fetchall()]
+    if tables:
+        shown = ", ".join(tables[:3]) + (", ..." if len(tables) > 3 else "")
+        raise UserError(f"{path}: a DuckDB database of another program (tables {shown}), not an a2x-local registry;"
+                        " it was not changed", hint="point --db at an a2x-local registry, or at a new path to create"
+                                                   " one", code="ForeignDatabase")
 
 
 def _require_current(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -239,7 +300,7 @@ def _require_current(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 @contextmanager
-def connect(path: Path, *, lock_timeout_s: float = 30.0, mode: Mode = "write",
+def connect(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",
             verify: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the database for the length of a block and always close it; a failure of the file (damaged, full disk,
     read-only) inside the block becomes one explained error."""

@@ -1,6 +1,19 @@
-"""Errors that reach users. Every one carries a message that names what went wrong and a hint for what to do."""
+"""Errors that reach users. Every one carries a message that names what went wrong and a hint for what to do.
+
+Messages quote what they are about, and what they quote may be hostile: a 5 MB category name in a tree import was
+repeated whole in its error. So every message and hint is cut at `MAX_MESSAGE_CHARS`, and the places an input error
+names (file, entry, field) at `MAX_QUOTE_CHARS` each, saying how much was left out.
+"""
 
 from __future__ import annotations
+
+MAX_MESSAGE_CHARS = 2000
+MAX_QUOTE_CHARS = 200
+
+
+def cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 class A2XError(Exception):
@@ -9,9 +22,10 @@ class A2XError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, *, hint: str | None = None, code: str | None = None) -> None:
+        message = cut(message, MAX_MESSAGE_CHARS)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = None if hint is None else cut(hint, MAX_MESSAGE_CHARS)
         self.code = code or type(self).__name__
 
     def to_dict(self) -> dict[str, str | None]:
@@ -28,11 +42,11 @@ class InputError(UserError):
 
     def __init__(self, file: str, message: str, *, entry: str | int | None = None, field: str | None = None,
                  hint: str | None = None) -> None:
-        where = [file]
+        where = [cut(file, MAX_QUOTE_CHARS)]
         if entry is not None:
-            where.append(f"entry {entry}")
+            where.append(f"entry {cut(str(entry), MAX_QUOTE_CHARS)}")
         if field is not None:
-            where.append(f"field '{field}'")
+            where.append(f"field '{cut(field, MAX_QUOTE_CHARS)}'")
         super().__init__(f"{': '.join(where)}: {message}", hint=hint, code="InputError")
         self.file = file
         self.entry = entry

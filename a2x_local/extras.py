@@ -31,6 +31,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "uvicorn": ("uvicorn", "serve"),
     "mcp": ("mcp", "serve"),
     "prometheus_client": ("prometheus-client", "serve"),
+    "cyclonedx": ("cyclonedx-python-lib", "bundle"),
 }
 
 

@@ -9,14 +9,16 @@ model, so this module never needs to know what a build or a search is.
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import tomllib
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -30,11 +32,15 @@ def read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except FileNotFoundError as exc:
-        raise UserError(f"{path}: configuration file not found") from exc
+        raise UserError(f"{path}: configuration file not found",
+                        hint="check the path in $A2X_CONFIG (or unset it)") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from exc
+        raise UserError(f"{path}: not valid TOML: {exc}",
+                        hint="fix the file at the line the message names (TOML: [table] headers, key = value"
+                             " lines)") from exc
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the configuration file: {exc.strerror or exc}") from exc
+        raise UserError(f"{path}: cannot read the configuration file: {exc.strerror or exc}",
+                        hint="check the file's permissions") from exc
 
 
 @cache
@@ -50,6 +56,12 @@ def packaged_file(name: str) -> dict[str, Any]:
 def packaged_defaults() -> dict[str, Any]:
     """Every default of every stage: the packaged default.toml."""
     return packaged_file("default.toml")
+
+
+def packaged_default(table: str, key: str) -> Any:
+    """One packaged default (for the few core functions a library may call without settings, which still take
+    their default from default.toml rather than writing it again)."""
+    return copy.deepcopy(_packaged("default.toml")[table][key])
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,6 +83,7 @@ class Settings:
     db_path: Path
     models_dir: Path
     config: dict[str, Any] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()   # the configuration files merged into ``config``, in order
 
     def section(self, name: str) -> dict[str, Any]:
         """A copy of one configuration table (empty when absent)."""
@@ -85,7 +98,7 @@ class Settings:
         """The same settings with some keys of one table replaced; ``None`` values are ignored."""
         changes = {key: value for key, value in values.items() if value is not None}
         config = deep_merge(self.config, {section: changes})
-        return Settings(self.home, self.db_path, self.models_dir, config)
+        return Settings(self.home, self.db_path, self.models_dir, config, self.files)
 
 
 def home_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -99,11 +112,11 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
     env = os.environ if environ is None else environ
     config = packaged_defaults()
     home = home_dir(env)
-    user_file = home / "config.toml"
-    if user_file.is_file():
-        config = deep_merge(config, read_toml(user_file))
+    files = [path for path in (home / "config.toml",) if path.is_file()]
     if env.get("A2X_CONFIG"):
-        config = deep_merge(config, read_toml(Path(env["A2X_CONFIG"]).expanduser()))
+        files.append(Path(env["A2X_CONFIG"]).expanduser())
+    for path in files:
+        config = deep_merge(config, read_toml(path))
 
     paths = config.get("paths", {})
     db_value = db or env.get("A2X_DB") or paths.get("db", "registry.duckdb")
@@ -113,7 +126,8 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
     models_dir = Path(env.get("A2X_MODELS_DIR") or paths["models_dir"]).expanduser()
     if not models_dir.is_absolute():
         models_dir = (Path.cwd() if env.get("A2X_MODELS_DIR") else home) / models_dir
-    return Settings(home=home, db_path=db_path.resolve(), models_dir=models_dir.resolve(), config=config)
+    return Settings(home=home, db_path=db_path.resolve(), models_dir=models_dir.resolve(), config=config,
+                    files=tuple(files))
 
 
 def validation_problems(exc: ValidationError, root: str = "value") -> str:
@@ -138,6 +152,12 @@ class SectionConfig(BaseModel):
     section: ClassVar[str]
 
     @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "section" in cls.__dict__:   # a class that names its own table (not one that only refines another)
+            _SECTIONS[cls.section] = cls
+
+    @classmethod
     def load(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
         """The table of ``config`` (merged configuration tables) with ``overrides`` (None = not given)."""
         values = deep_merge(_table(config, cls.section),
@@ -158,3 +178,130 @@ class SectionConfig(BaseModel):
     def defaults(cls, **overrides: Any) -> Self:
         """The packaged defaults of this table, with ``overrides``: for library callers and tests."""
         return cls.load(_packaged("default.toml"), **overrides)
+
+
+# --- the whole configuration, checked at start ----------------------------------------------------------------------
+
+_SECTIONS: dict[str, type[SectionConfig]] = {}       # table name -> its model, filled as stages declare them
+_NAMED_TABLES: dict[str, type[BaseModel]] = {}       # tables of entries named by the user ([models."NAME"])
+DOCS_PAGE = "docs/configuration.md"
+
+
+def register_named_table(name: str, model: type[BaseModel]) -> None:
+    """Declare a top-level table whose entries the user names (``[models."my-model"]``), each read by ``model``."""
+    _NAMED_TABLES[name] = model
+
+
+@dataclass(frozen=True)
+class _Problem:
+    message: str
+    wrong: str = ""                  # the misspelt name, and the valid names in its place
+    valid: tuple[str, ...] = ()
+    table: bool = False              # a table name ([serch]) rather than a key
+
+    def suggestion(self) -> str:
+        """`[serch]: did you mean [search]?`, or the valid names when none is close."""
+        name = (lambda text: f"[{text}]") if self.table else str
+        close = difflib.get_close_matches(self.wrong, self.valid, n=1, cutoff=0.6)
+        if close:
+            return f"{name(self.wrong)}: did you mean {name(close[0])}?"
+        listed = ", ".join(map(name, self.valid[:12])) + (" ..." if len(self.valid) > 12 else "")
+        return f"{name(self.wrong)}: valid here: {listed}"
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (``OpenAIConfig``, ``OpenAIConfig | None``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        return next((model for arg in get_args(annotation) if (model := _model_in(arg))), None)
+    return None
+
+
+def _entry_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of each entry of a ``dict[str, Model]`` annotation (a table of named entries)."""
+    args = get_args(annotation)
+    return _model_in(args[1]) if get_origin(annotation) is dict and len(args) == 2 else None
+
+
+def _unknown_keys(path: Path, where: str, table: Mapping[str, Any], model: type[BaseModel]) -> list[_Problem]:
+    fields = {info.alias or name: info for name, info in model.model_fields.items()}
+    problems = []
+    for key, value in table.items():
+        if key not in fields:
+            problems.append(_Problem(f"{path}: unknown key '{key}' in [{where}]", key, tuple(fields)))
+        elif isinstance(value, Mapping) and (inner := _model_in(fields[key].annotation)):
+            problems += _unknown_keys(path, f"{where}.{key}", value, inner)
+        elif isinstance(value, Mapping) and (entry := _entry_model(fields[key].annotation)):
+            problems += [problem for name, item in value.items() if isinstance(item, Mapping)
+                         for problem in _unknown_keys(path, f'{where}.{key}."{name}"', item, entry)]
+    return problems
+
+
+def _unknown_names(path: Path, data: Mapping[str, Any]) -> list[_Problem]:
+    """Tables and keys of one configuration file that no stage reads."""
+    defaults = _packaged("default.toml")
+    tables = sorted({*defaults, *(name.split(".")[0] for name in _SECTIONS), *_NAMED_TABLES})
+    problems = []
+    for name, table in data.items():
+        if name not in tables:
+            problems.append(_Problem(f"{path}: unknown table [{name}]", name, tuple(tables), table=True))
+        elif not isinstance(table, Mapping):
+            problems.append(_Problem(f"{path}: [{name}] must be a table, not a single value", name, tuple(tables),
+                                     table=True))
+        elif name in _SECTIONS:
+            problems += _unknown_keys(path, name, table, _SECTIONS[name])
+        elif name in _NAMED_TABLES:
+            problems += [problem for entry, item in table.items() if isinstance(item, Mapping)
+                         for problem in _unknown_keys(path, f'{name}."{entry}"', item, _NAMED_TABLES[name])]
+        else:   # a table of plain keys that no model reads ([paths]): its keys are those of default.toml
+            known = tuple(defaults.get(name, {}))
+            problems += [_Problem(f"{path}: unknown key '{key}' in [{name}]", key, known)
+                         for key in table if key not in known]
+    return problems
+
+
+def _sets(data: Mapping[str, Any], keys: list[str]) -> bool:
+    """Whether one file's tables give a value at the path ``keys`` (table names, then the key)."""
+    for key in keys:
+        if not isinstance(data, Mapping) or key not in data:
+            return False
+        data = data[key]
+    return True
+
+
+def _bad_values(settings: Settings) -> list[_Problem]:
+    """Values of every stage's table that its model refuses, each named by the file that set it."""
+    layers = [(path, read_toml(path)) for path in settings.files]
+    problems = []
+    for section, model in sorted(_SECTIONS.items()):
+        if "." in section and section.rpartition(".")[0] in _SECTIONS:
+            continue   # checked as part of the table it is nested in ([engine.openai] within [engine])
+        try:
+            model.model_validate(_table(settings.config, section))
+        except ValidationError as exc:
+            for error in exc.errors():
+                keys = [str(part) for part in error["loc"]]
+                setters = [path for path, data in layers if keys and _sets(data, [*section.split("."), *keys])]
+                where = f"{setters[-1]}: " if setters else ""
+                table = ".".join([section, *keys[:-1]])
+                problems.append(_Problem(f"{where}[{table}] {keys[-1] if keys else 'table'}: {error['msg']}"))
+    return problems
+
+
+def check_config(settings: Settings) -> None:
+    """Check every table and key of the configuration files at once, whichever command runs: a misspelt table or
+    key (`[serch]`, `leaf_max_servicez`) is an error naming the file, the table and the key, with the closest valid
+    name in the hint; then every stage's table is validated. Call it once every stage's config model is imported
+    (the CLI does, at start): a table whose model was never imported would read as unknown."""
+    problems = [problem for path, data in ((path, read_toml(path)) for path in settings.files)
+                for problem in _unknown_names(path, data)]
+    if problems:
+        raise UserError("; ".join(problem.message for problem in problems), code="ConfigError",
+                        hint="; ".join(problem.suggestion() for problem in problems)
+                        + f" ({DOCS_PAGE} lists every table and key)")
+    problems = _bad_values(settings)
+    if problems:
+        raise UserError("invalid configuration: " + "; ".join(problem.message for problem in problems),
+                        code="ConfigError", hint=f"fix the value in the file named ({DOCS_PAGE} lists every key"
+                        " and its allowed values)")

@@ -2,7 +2,7 @@
 """Cost of a full taxonomy build of ToolRet (1,839 services) with the scripted engine: rounds and prompt tokens;
 then the cost of a cached rebuild after 1% of the services changed.
 
-The scripted engine (`taxonomy/scripted_policy.py`) answers every call deterministically, and prompt tokens are
+The scripted engine (`a2x_local.testing.WordPolicy`) answers every call deterministically, and prompt tokens are
 counted with a real Qwen tokenizer (quicktok), so the numbers are what a Qwen model would be sent. The build
 runs through the real runner (DuckDB file, a checkpoint after every round) with the answer cache on, as
 `a2x-local build` runs it. Then `--changed-share` of the registry changes through `ingest --sync` (a third of
@@ -97,14 +97,13 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
     from a2x_local.llm.tokens import chat_token_ids
     from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
-    from a2x_local.search.llm.prefix import BLOCK_TOKENS, DEFAULT_CACHE_TOKENS, CacheMeter, PrefixCache
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.config import build_config
-    from a2x_local.taxonomy.runner import run_build
-    from a2x_local.taxonomy.scripted_policy import WordPolicy
+    from a2x_local.taxonomy.build.runner import run_build
+    from a2x_local.taxonomy.config import BuildConfig
+    from a2x_local.testing import BLOCK_TOKENS, DEFAULT_CACHE_TOKENS, CacheMeter, PrefixCache, WordPolicy
 
     overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries, "assign_mode": assign_mode}
-    config = build_config(load_settings(), **overrides)
+    config = BuildConfig.from_settings(load_settings(), **overrides)
     extra: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.duckdb"
@@ -116,7 +115,7 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
                                                        args.block_tokens or BLOCK_TOKENS))
         engine = CachedEngine(metered_scripted(WordPolicy(services), meter), cache)
         started = time.perf_counter()
-        outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
+        outcome = run_build(load_settings(db=db), lambda: engine, config=config, model="scripted-word-policy")
         seconds = time.perf_counter() - started
         if rebuild:
             extra["cached_rebuild"], extra["incremental_update"] = cached_rebuild(
@@ -161,7 +160,7 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
 
 def metered_scripted(rule, meter):
     """The scripted engine, each round also counted by ``meter`` (what a prefix-caching engine computes)."""
-    from a2x_local.llm.scripted import ScriptedEngine
+    from a2x_local.testing import ScriptedEngine
 
     class Metered(ScriptedEngine):
         def generate(self, requests):
@@ -198,12 +197,11 @@ def cached_rebuild(db: Path, folder: Path, services: list, config, cache, share:
     from a2x_local.db import connect
     from a2x_local.lifecycle import run_update
     from a2x_local.llm.cache import CachedEngine
-    from a2x_local.llm.scripted import ScriptedEngine
     from a2x_local.registry import sync
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.runner import run_build
-    from a2x_local.taxonomy.scripted_policy import WordPolicy
+    from a2x_local.taxonomy.build.runner import run_build
+    from a2x_local.testing import ScriptedEngine, WordPolicy
 
     export, kinds = changed_export(services, share, folder)
     with connect(db) as con:
@@ -225,7 +223,7 @@ def cached_rebuild(db: Path, folder: Path, services: list, config, cache, share:
         "wall_seconds": round(time.perf_counter() - started, 1),
     }
     started = time.perf_counter()
-    outcome = run_build(db, config, lambda: engine, model="scripted-word-policy")
+    outcome = run_build(load_settings(db=db), lambda: engine, config=config, model="scripted-word-policy")
     seconds = time.perf_counter() - started
     sent = outcome.report["usage"]["total"]
     by_type = outcome.report["usage"]["by_call_type"]

@@ -145,7 +145,7 @@ def tiny_engine(folder: Path) -> Any:
     from a2x_local.llm.config import EngineConfig
     from a2x_local.llm.tiny_model import MAX_POSITIONS, build_tiny_model
     from a2x_local.llm.vllm_engine import VllmEngine
-    from a2x_local.search.llm.prefix import CacheMeter
+    from a2x_local.testing import CacheMeter
 
     class MeteredVllm(VllmEngine):
         def __init__(self, *args: Any, **kwargs: Any) -> None:

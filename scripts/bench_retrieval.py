@@ -26,7 +26,7 @@ from a2x_local.evaluation.metrics import percentile
 from a2x_local.evaluation.queries import load_queries
 from a2x_local.registry.ingest import ingest
 from a2x_local.search.methods import make_method
-from a2x_local.search.retrieval.config import retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
@@ -50,7 +50,7 @@ def main() -> None:
         # [retrieval] threads: the embedder sets torch's threads and each retriever FAISS's (the model loads
         # offline by itself, see dense._force_offline).
         settings = load_settings(db=db).with_overrides("retrieval", threads=args.threads)
-        config = retrieval_config(settings)
+        config = RetrievalConfig.from_settings(settings)
         corpus = load_corpus(db)
         ensure_dense(corpus, config)  # loads the model, so the build timing below is the build alone
         started = time.perf_counter()

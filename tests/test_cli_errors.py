@@ -8,14 +8,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from a2x_local.db import connect
+from a2x_local.locks import RegistryLock
 from a2x_local.registry import Registry
+from tests.support.processes import cli_command, tree_env
 from tests.support.registries import SERVICES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,39 +67,41 @@ def _default_sigint() -> None:
 
 
 def test_sigint_to_a_running_command_exits_130_with_a_message(registry_db, home, tmp_path):
-    # The queries come through a FIFO: the command blocks opening it until a writer comes, and a non-blocking
-    # writer's open succeeds only once the command (past its imports, inside the run) holds the reading end. Then
-    # it waits in its read, and the signal lands there.
-    fifo = tmp_path / "queries"
-    os.mkfifo(fifo)
-    code = "import sys; from a2x_local.cli import run; sys.exit(run(sys.argv[1:]))"
-    child = subprocess.Popen([sys.executable, "-c", code, "search", "--queries", str(fifo), "-m", "bm25",
-                              "--db", str(registry_db), "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT), "A2X_HOME": str(home)},
-                             # A child inherits an ignored SIGINT (and Python then leaves it so): a shell without
-                             # job control starts background commands (`scripts/test &`, CI runners) that way.
-                             preexec_fn=_default_sigint)
-    writer = None
-    try:
-        deadline = time.monotonic() + 60
-        while writer is None and child.poll() is None and time.monotonic() < deadline:
-            try:
-                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:   # ENXIO: nobody reads it yet
-                assert exc.errno == errno.ENXIO
+    # The command waits for the registry write lock, which this process holds: once the child holds the lock file
+    # open (seen in /proc), it is inside the run, polling for the lock, and the signal lands there.
+    (home / "config.toml").parent.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[registry]\nlock_timeout_s = 120\n", encoding="utf-8")
+    services = tmp_path / "services.json"
+    services.write_text(json.dumps([{"id": "x", "name": "X", "description": "Does x."}]), encoding="utf-8")
+    lock_file = str(RegistryLock.path_for(registry_db))
+    with RegistryLock(registry_db, "test"):
+        child = subprocess.Popen(cli_command("ingest", str(services), "--db", str(registry_db), "--json"),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                 env=tree_env(A2X_HOME=str(home)),
+                                 # A child inherits an ignored SIGINT (and Python then leaves it so): a shell
+                                 # without job control starts background commands (`scripts/test &`, CI runners)
+                                 # that way.
+                                 preexec_fn=_default_sigint)
+        try:
+            deadline = time.monotonic() + 60
+            while not _holds_open(child.pid, lock_file) and child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
-        assert writer is not None, "the command never opened its query file"
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-    finally:
-        if writer is not None:
-            os.close(writer)
-        if child.poll() is None:
-            child.kill()
+            assert _holds_open(child.pid, lock_file), "the command never waited for the registry lock"
+            child.send_signal(signal.SIGINT)
+            out, err = child.communicate(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
     assert child.returncode == 130, err
     assert err.startswith("error: interrupted") and "Traceback" not in err
     assert json.loads(out)["error"] == "Interrupted"
+
+
+def _holds_open(pid: int, path: str) -> bool:
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == path for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
 
 
 def test_a_disk_that_fills_while_an_index_is_written_is_explained(cli, registry_db, monkeypatch):

@@ -1,4 +1,8 @@
-"""The `a2x-local` command: one tool, one sub-command per job."""
+"""The `a2x-local` command: one tool, one sub-command per job.
+
+`app.py` defines the application; each `*_cmds` module adds its commands to it, and this package imports them in
+the order `--help` lists them. `output.py` is what commands show, `options.py` the flags they share.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,31 @@ from pathlib import Path
 import typer
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import err_console, print_error, print_json, terminal_safe
+from a2x_local.cli.output import err_console, print_error, print_json, terminal_safe
 from a2x_local.db import translate
 from a2x_local.errors import A2XError, InternalError, Interrupted, UserError
+
+# isort: split
+# The command modules register their commands on import; the order here is the order of `--help`.
+from a2x_local.cli import registry_cmds  # noqa: F401  (ingest, stats, services ...)
+
+# isort: split
+from a2x_local.cli import eval_cmds, index_cmds, search_cmds  # noqa: F401  (eval ..., index, search)
+
+# isort: split
+from a2x_local.cli import compose_cmds  # noqa: F401  (compose)
+
+# isort: split
+from a2x_local.cli import models_cmds  # noqa: F401  (models list|check|make-tiny)
+
+# isort: split
+from a2x_local.cli import bundle_cmds  # noqa: F401  (bundle)
+
+# isort: split
+from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (build, tree ...)
+
+# isort: split
+from a2x_local.cli import nightly_cmds, serve_cmds  # noqa: F401  (nightly, serve)
 
 __all__ = ["app", "main", "run"]
 

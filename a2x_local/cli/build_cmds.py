@@ -8,22 +8,18 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     NoCacheOption,
-    console,
     engine_loader,
-    err_console,
     model_label,
-    print_json,
     settings_for,
     with_engine_options,
-    with_round_progress,
 )
+from a2x_local.cli.output import console, err_console, print_json, with_round_progress
 from a2x_local.llm import EngineOptions, Usage
-from a2x_local.registry import RegistryConfig
-from a2x_local.taxonomy import build_config, run_build, summary_rows
+from a2x_local.taxonomy import BuildConfig, run_build, summary_rows
 
 _T = "Build thresholds (default: the \\[build] table of the config)"
 
@@ -64,15 +60,14 @@ def build_command(
     Example: a2x-local build --model qwen2.5-32b --json
     """
     settings = settings_for(ctx, db)
-    config = build_config(settings, leaf_max_services=leaf_size, max_depth=max_depth, max_children=max_children,
-                          keyword_path_min_services=keyword_threshold, refine_passes=refine_passes,
-                          cross_domain=cross_domain, keyword_merge=keyword_merge)
+    config = BuildConfig.from_settings(settings, leaf_max_services=leaf_size, max_depth=max_depth,
+                                       max_children=max_children, keyword_path_min_services=keyword_threshold,
+                                       refine_passes=refine_passes, cross_domain=cross_domain,
+                                       keyword_merge=keyword_merge)
     label = model_label(settings, engine_options)
     load = engine_loader(settings, engine_options, no_cache)
-    checkpoint_wait_s = RegistryConfig.from_settings(settings).checkpoint_wait_s
     outcome = with_round_progress(json_output, lambda observer: run_build(
-        settings.db_path, config, load, model=label, resume=resume, observer=observer,
-        lock_timeout_s=settings.lock_timeout_s, checkpoint_wait_s=checkpoint_wait_s))
+        settings, load, model=label, config=config, resume=resume, observer=observer))
     if json_output:
         print_json({"build": outcome.build_id, "resumed": outcome.resumed, "active": outcome.active,
                     "notes": outcome.notes, "stats": outcome.report})

@@ -9,20 +9,16 @@ import typer
 from rich.tree import Tree as RichTree
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
-    console,
-    print_json,
-    progress_bars,
     query_texts,
     settings_for,
-    shown_inline,
-    want_progress,
     with_engine_options,
     with_step_method_options,
 )
+from a2x_local.cli.output import console, print_json, progress_bars, shown_inline, want_progress
 from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
 from a2x_local.llm import EngineOptions

@@ -9,36 +9,34 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
-    console,
-    print_json,
-    progress_bars,
     settings_for,
-    want_progress,
     with_engine_options,
     with_method_options,
 )
+from a2x_local.cli.output import console, print_json, progress_bars, want_progress
 from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,
     PRESETS,
+    EvaluationConfig,
     check_plots,
     compare_presets,
     compare_row,
     compare_runs,
     describe_method,
-    evaluation_config,
     load_queries,
     pct,
     plan_run,
     registry_info,
     run_evaluation,
 )
+from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import EngineOptions, make_engine
-from a2x_local.search import LabelledQuery, clear_fusion, make_method, tune_fusion
+from a2x_local.search import MODES, LabelledQuery, clear_fusion, make_method, tune_fusion
 
 eval_app = typer.Typer(
     invoke_without_command=True, no_args_is_help=False,
@@ -90,8 +88,8 @@ def eval_command(
     if plots:
         check_plots()
     settings = settings_for(ctx, db)
-    config = evaluation_config(settings, batch_size=batch_size, missing_tools=missing)
-    query_list = load_queries(queries)
+    config = EvaluationConfig.from_settings(settings, batch_size=batch_size, missing_tools=missing)
+    query_list = load_queries(queries, JsonLimits.from_settings(settings))
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     options = method.with_engine(engine_options)
     with progress_bars(want_progress(json_output)) as bars:
@@ -214,10 +212,10 @@ def compare_presets_command(
     if unknown or not names:
         raise _usage(f"unknown preset(s) {', '.join(unknown) or '(none given)'}; choose from: {', '.join(known)}",
                      "--presets")
-    if mode is not None and mode not in ("get_all", "get_important", "get_one"):
-        raise _usage(f"unknown mode '{mode}'; choose get_all, get_important or get_one", "--mode")
-    config = evaluation_config(settings, batch_size=batch_size)
-    query_list = load_queries(queries)
+    if mode is not None and mode not in MODES:
+        raise _usage(f"unknown mode '{mode}'; choose {', '.join(MODES)}", "--mode")
+    config = EvaluationConfig.from_settings(settings, batch_size=batch_size)
+    query_list = load_queries(queries, JsonLimits.from_settings(settings))
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     folder = out or Path(config.runs_dir) / f"presets-{Path(queries).stem}"
     engine = make_engine(settings, engine_options)

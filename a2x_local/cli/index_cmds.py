@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, print_json, progress_bars, settings_for, want_progress
+from a2x_local.cli.options import DbOption, JsonOption, settings_for
+from a2x_local.cli.output import console, print_json, progress_bars, want_progress
 from a2x_local.search import build_indexes
 
 
@@ -18,7 +19,7 @@ def index_command(
     ctx: typer.Context,
     embedding_model_spec: Annotated[str | None, typer.Option(
         "--embedding-model", help="Store this registry's embedding model first: an alias ('all-MiniLM-L6-v2', "
-        "'multilingual-e5-small', or one of [retrieval.embedding_models]), a sentence-transformers folder, or "
+        "'multilingual-e5-small', or one of \\[retrieval.embedding_models]), a sentence-transformers folder, or "
         "'auto' to follow the configuration (by default: chosen by the registry's script).")] = None,
     text: Annotated[str | None, typer.Option(help="Indexed text: name_description | description.")] = None,
     params: Annotated[bool | None, typer.Option("--params/--no-params",

@@ -1,16 +1,20 @@
-"""`a2x-local models list|check`: what models are configured, which are present, what is missing."""
+"""`a2x-local models list|check|make-tiny|pack|verify`: what models are configured, which are present, what is
+missing, and carrying a model folder across an air gap with a manifest."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich import box
 from rich.table import Table
 
+from a2x_local import provenance
 from a2x_local.cli.app import app
-from a2x_local.cli.common import JsonOption, console, print_json, settings_for, with_engine_options
+from a2x_local.cli.options import JsonOption, settings_for, with_engine_options
+from a2x_local.cli.output import console, print_json, progress_bars, want_progress
+from a2x_local.delivery import ModelToPack, pack_model, verify_model
 from a2x_local.errors import UserError
 from a2x_local.llm import (
     ALIASES_FILE,
@@ -22,6 +26,7 @@ from a2x_local.llm import (
     engine_settings,
     load_aliases,
 )
+from a2x_local.settings import Settings
 
 models_app = typer.Typer(help="Local models: what is configured, what is present, what is missing.",
                          no_args_is_help=True)
@@ -133,3 +138,80 @@ def make_tiny_command(
     else:
         console.print(f"wrote a tiny random-weight model to {path} ({size / 2**20:.1f} MB); its answers are nonsense",
                       highlight=False)
+
+
+def model_to_pack(settings: Settings, options: EngineOptions, name: str | None) -> ModelToPack:
+    """Resolve the model, run `models check` on it under the given settings, and refuse an unusable one."""
+    ref, config = engine_settings(settings, options, must_exist=True)
+    check = check_ref(ref, config)
+    if not check.ok:
+        raise UserError(f"model '{ref.requested}' at {ref.path} is not usable: " + " ".join(check.problems),
+                        hint=f"run `a2x-local models check {ref.requested}`; only a model that passes is packed")
+    checked = {"engine": {key: getattr(config, key) for key in ("dtype", "max_model_len", "tensor_parallel_size",
+                                                                "quantization")},
+               "check": {key: value for key, value in check.to_dict().items() if key not in ("path", "target")},
+               "checked_by": provenance.current().describe()}
+    # The folder's own name by default: unpacked into the models folder, it is where the alias looks.
+    return ModelToPack(ref.path, name or ref.path.name, ref.alias, checked)
+
+
+@models_app.command("pack")
+@with_engine_options(exclude=("model",))
+def pack_command(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Argument(metavar="ALIAS|PATH", help="Model alias or folder.")],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for NAME.tar and NAME.manifest.json.")],
+    name: Annotated[str | None, typer.Option("--name", help="Archive and folder name (default: the model folder's "
+                                             "name, which an alias's `path` expects).")] = None,
+    json_output: JsonOption = False,
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
+) -> None:
+    """Pack a model folder into one archive with a manifest: every file's size and SHA-256, the alias, and the
+    settings `models check` passed under (the model flags). The folder is checked first; nothing is downloaded.
+
+    Example: a2x-local models pack qwen2.5-7b --out /media/usb --max-model-len 16384
+    """
+    settings = settings_for(ctx)
+    to_pack = model_to_pack(settings, engine_options.model_copy(update={"model": model}), name)
+    with progress_bars(want_progress(json_output)) as bars:
+        report = pack_model(to_pack, out, bars)
+    result: dict[str, Any] = {"archive": str(report.archive), "manifest": str(report.manifest),
+                              "files": report.files, "bytes": report.bytes}
+    if json_output:
+        print_json(result)
+        return
+    console.print(f"wrote {report.archive} ({report.files} files, {report.bytes / 2**30:.2f} GiB) and "
+                  f"{report.manifest.name}", highlight=False)
+    console.print(f"on the far side: a2x-local models verify {report.archive.name}, then tar -xf it into the models "
+                  "folder and run `a2x-local models check`", highlight=False)
+
+
+@models_app.command("verify")
+def verify_command(
+    path: Annotated[Path, typer.Argument(metavar="ARCHIVE|FOLDER", help="NAME.tar from `models pack`, or the "
+                                         "folder unpacked from it.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Check every file of a packed model against its manifest (present, size, SHA-256); exits 1 naming each file
+    that differs. Run it before `models check` on the far side.
+
+    Example: a2x-local models verify /media/usb/qwen2.5-7b.tar
+    """
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder", hint="give the archive or the unpacked model folder")
+    with progress_bars(want_progress(json_output)) as bars:
+        report = verify_model(path, bars)
+    if json_output:
+        print_json(report.to_dict())
+    else:
+        alias = f" (alias {report.alias})" if report.alias else ""
+        console.print(f"[bold]{report.name}[/bold]{alias}: {report.files} files, {report.bytes / 2**30:.2f} GiB "
+                      "checked", highlight=False)
+        for warning in report.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {warning}", highlight=False)
+        for problem in report.problems:
+            console.print(f"  [red]bad:[/red] {problem}", highlight=False)
+        console.print("  [green]intact[/green]" if report.ok else f"  [red]{len(report.problems)} problem(s)[/red]: "
+                      "copy the archive again from the connected machine")
+    if not report.ok:
+        raise typer.Exit(1)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from a2x_local import provenance
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, JsonOption, console, open_registry_db, print_json, settings_for, shown
-from a2x_local.db import transaction
+from a2x_local.cli.options import DbOption, JsonOption, open_registry_db, settings_for
+from a2x_local.cli.output import console, print_json, shown
+from a2x_local.db import software_history, transaction
 from a2x_local.registry import (
     FORMATS,
     ConflictError,
@@ -18,6 +20,7 @@ from a2x_local.registry import (
     Limits,
     Registry,
     RegistryConfig,
+    Skipped,
     SyncRefusedError,
     SyncReport,
     ingest,
@@ -44,6 +47,28 @@ def _print_report(report: IngestReport, db: Path) -> None:
         console.print(f"  updated {shown(change.id)} ({', '.join(change.fields)})", highlight=False)
     if len(report.updated) > 20:
         console.print(f"  ... and {len(report.updated) - 20:,} more")
+    _print_lookalikes(report.lookalikes)
+    _print_skipped(report.skipped)
+
+
+def _print_lookalikes(found: list[Any]) -> None:
+    """Ids let in with --allow-lookalikes, each with the one it looks like."""
+    for look in found[:20]:
+        console.print(f"[yellow]lookalike:[/yellow] {shown(look.id)} {shown(look.why)}", highlight=False,
+                      soft_wrap=True)
+    if len(found) > 20:
+        console.print(f"  ... and {len(found) - 20:,} more lookalike ids (--json lists them all)")
+
+
+def _print_skipped(skipped: list[Skipped]) -> None:
+    """The folder entries that were not read (a walk reads everything or says what it left out)."""
+    if not skipped:
+        return
+    console.print(f"skipped {len(skipped):,} folder entries that are not service files (--json lists them all):")
+    for entry in skipped[:10]:
+        console.print(f"  {shown(entry.path)}: {entry.reason}", highlight=False, soft_wrap=True)
+    if len(skipped) > 10:
+        console.print(f"  ... and {len(skipped) - 10:,} more")
 
 
 @app.command("ingest")
@@ -62,6 +87,10 @@ def ingest_command(
                                                 "remove services the input no longer has.")] = False,
     force: Annotated[bool, typer.Option("--force", help="With --sync: remove services even beyond the allowed "
                                         "share (\\[registry] sync_max_remove_share).")] = False,
+    allow_lookalikes: Annotated[bool | None, typer.Option(
+        "--allow-lookalikes/--no-allow-lookalikes", show_default=False,
+        help="Store ids that look like others (case, Unicode form, invisible characters, mixed scripts) instead of "
+             "refusing the ingest; they are listed in the report (default: \\[registry] allow_lookalikes).")] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -72,7 +101,8 @@ def ingest_command(
     Example: a2x-local ingest data/sample data/toolret/services.json --json
     """
     settings = settings_for(ctx, db)
-    config = RegistryConfig.from_settings(settings, max_description_chars=max_description_chars)
+    config = RegistryConfig.from_settings(settings, max_description_chars=max_description_chars,
+                                          allow_lookalikes=allow_lookalikes)
     limits = Limits.from_config(config)
     if force and not sync_registry:
         raise typer.BadParameter("--force only applies to --sync", param_hint="--force")
@@ -80,9 +110,10 @@ def ingest_command(
         _sync(settings, paths, config, limits, fmt=fmt, server=server, force=force, dry_run=dry_run,
               json_output=json_output)
         return
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read" if dry_run else "write", job="ingest") as con:
         try:
-            report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run)
+            report = ingest(con, paths, fmt=fmt, replace=replace, limits=limits, server=server, dry_run=dry_run,
+                            allow_lookalikes=config.allow_lookalikes)
         except ConflictError as exc:
             if not json_output:
                 for change in exc.report.conflicts[:20]:
@@ -99,10 +130,10 @@ def ingest_command(
 
 def _sync(settings, paths: list[Path], config: RegistryConfig, limits: Limits, *, fmt: str, server: str | None,
           force: bool, dry_run: bool, json_output: bool) -> None:
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, mode="read" if dry_run else "write", job="ingest --sync") as con:
         try:
             report = sync(con, paths, max_remove_share=config.sync_max_remove_share, fmt=fmt, limits=limits,
-                          server=server, force=force, dry_run=dry_run)
+                          server=server, force=force, dry_run=dry_run, allow_lookalikes=config.allow_lookalikes)
         except SyncRefusedError as exc:
             if not json_output:
                 _print_sync(exc.report, settings.db_path, refused=True)
@@ -127,23 +158,32 @@ def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
     console.print(table, highlight=False)
     verb = "would hold" if refused or report.dry_run else "now holds"
     console.print(f"registry {verb} {report.after:,} services (before: {report.before:,})")
+    _print_lookalikes(report.lookalikes)
+    _print_skipped(report.skipped)
 
 
 @app.command("stats")
 def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOption = False) -> None:
-    """Counts by type and source, description lengths, and the registry fingerprint.
+    """Counts by type and source, description lengths, the registry fingerprint, and the software that wrote it.
+
+    The software lines show the running install (version, commit, offline bundle) and each install that created or
+    upgraded this file, so an upgrade from one bundle to the next can be traced.
 
     Example: a2x-local stats --json
     """
     settings = settings_for(ctx, db)
     with open_registry_db(settings, mode="read") as con:
         stats = Registry(con).stats()
+        history = software_history(con)
+    software = provenance.current()
     if json_output:
-        print_json(stats.to_dict() | {"db": str(settings.db_path)})
+        print_json(stats.to_dict() | {"db": str(settings.db_path), "software": software.to_dict(),
+                                      "software_history": history})
         return
     console.print(f"[bold]{settings.db_path}[/bold]: {stats.services:,} services, {stats.ingest_runs} ingest runs")
     if not stats.services:
         console.print("the registry is empty: load services with `a2x-local ingest PATH...`")
+        _print_software(software, history)
         return
     for title, counts in (("by type", stats.by_type), ("by source", stats.by_source)):
         table = Table(title=title)
@@ -158,6 +198,17 @@ def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOpti
     lengths = stats.description_chars
     console.print("description chars: " + ", ".join(f"{k} {v:,.0f}" for k, v in lengths.items()))
     console.print(f"fingerprint: {stats.fingerprint}")
+    _print_software(software, history)
+
+
+def _print_software(software: provenance.Provenance, history: list[dict]) -> None:
+    console.print(f"software: {software.describe()}", highlight=False)
+    for row in history:
+        before, after = row["schema_from"], row["schema_to"]
+        change = (f"created it (schema {after})" if before == 0 else
+                  f"migrated schema {before} -> {after}" if before != after else f"opened it (schema {after})")
+        who = row["software"] or row["note"]
+        console.print(f"  {row['seen_at'][:19]}  {who}" + (f": {change}" if row["software"] else ""), highlight=False)
 
 
 @services_app.command("list")
@@ -220,7 +271,7 @@ def remove_command(ctx: typer.Context,
     Example: a2x-local services remove mcp_service_1 mcp_service_2
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con, transaction(con):
+    with open_registry_db(settings, job="services remove") as con, transaction(con):
         removed = Registry(con).remove(service_ids)
     if json_output:
         print_json({"removed": removed, "ids": service_ids})

@@ -9,25 +9,20 @@ import typer
 from rich.table import Table
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
-    console,
-    err_console,
     open_registry_db,
-    print_json,
-    progress_bars,
     query_texts,
     settings_for,
-    shown,
-    want_progress,
     with_engine_options,
     with_method_options,
 )
+from a2x_local.cli.output import console, err_console, print_json, progress_bars, shown, want_progress
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchRequest, make_method
+from a2x_local.search import SearchAnswer, SearchCost, SearchRequest, make_method
 
 
 def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
@@ -35,9 +30,7 @@ def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
         "query": answer.query,
         "hits": [{"rank": rank, "id": hit.service_id, "name": names.get(hit.service_id), "score": hit.score,
                   "path": hit.path} for rank, hit in enumerate(answer.hits, start=1)],
-        "ranked": answer.ranked, "prompt_tokens": answer.prompt_tokens,
-        "completion_tokens": answer.completion_tokens, "calls": answer.calls, "rounds": answer.rounds,
-        "candidates_shown": answer.candidates_shown, "capped": answer.capped, "seconds": round(answer.seconds, 6),
+        "ranked": answer.ranked, **answer.cost_values(SearchCost), "seconds": round(answer.seconds, 6),
         "error": answer.error,
         **({"trace": answer.trace} if answer.trace is not None else {}),
     }
@@ -94,20 +87,52 @@ def _warnings(answers: list[SearchAnswer]) -> list[str]:
     return list(dict.fromkeys(warning for warning in found if warning))
 
 
-def _print_answer(answer: SearchAnswer, result: dict[str, Any], services: dict[str, Any]) -> None:
-    table = Table(title=f"[bold]{shown(answer.query)}[/bold]", title_justify="left")
-    wide = console.width >= 100  # the description only fits on a wide terminal; ids and names come first
-    table.add_column("#", justify="right", no_wrap=True, min_width=2)
-    table.add_column("id", overflow="fold", max_width=40)
-    table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=32)
-    table.add_column("score", justify="right", no_wrap=True, min_width=6)
+# The description column only fits a wide terminal; below, ids and names come first.
+DESCRIPTION_MIN_WIDTH = 100
+ID_WIDTH, NAME_WIDTH, DESCRIPTION_WIDTH = 40, 32, 24   # the most an id and a name take; the least a description
+
+
+def _split(room: int, id_wants: int, name_wants: int) -> tuple[int, int]:
+    """Widths of the id and name columns in ``room`` characters: the name at least a third (cut with an
+    ellipsis), the id what it wants of the rest (it folds onto more lines), then the name what is left."""
+    name = min(name_wants, max(4, room // 3))
+    ident = max(4, min(id_wants, room - name))
+    return ident, max(1, min(name_wants, room - ident))
+
+
+def answer_table(query: str, hits: list[dict[str, Any]], descriptions: dict[str, str], width: int) -> Table:
+    """One answer's hits as a table ``width`` columns wide. Rank and score always keep their full width and the
+    id folds onto more lines rather than vanish (rich alone squeezes such columns to nothing when descriptions are
+    long); names are cut with an ellipsis; on a wide terminal the description takes what is left."""
+    ranks = [str(hit["rank"]) for hit in hits]
+    scores = ["" if hit["score"] is None else f"{hit['score']:.4f}" for hit in hits]
+    ids = [shown(hit["id"]) for hit in hits]
+    names = [shown(hit["name"] or "") for hit in hits]
+    rank_width = max(len("#"), *map(len, ranks))
+    score_width = max(len("score"), *map(len, scores))
+    id_wants = min(ID_WIDTH, max(len("id"), *map(len, ids)))
+    name_wants = min(NAME_WIDTH, max(len("name"), *map(len, names)))
+    wide = width >= DESCRIPTION_MIN_WIDTH
+    columns = 5 if wide else 4
+    room = width - (columns + 1) - 2 * columns - rank_width - score_width   # borders, padding, the fixed columns
+    ident, name = _split(room - DESCRIPTION_WIDTH if wide else room, id_wants, name_wants)
+    table = Table(title=f"[bold]{shown(query)}[/bold]", title_justify="left")
+    table.add_column("#", justify="right", no_wrap=True, width=rank_width)
+    table.add_column("id", overflow="fold", width=ident)
+    table.add_column("name", no_wrap=True, overflow="ellipsis", width=name)
+    table.add_column("score", justify="right", no_wrap=True, width=score_width)
     if wide:
-        table.add_column("description", ratio=1, no_wrap=True, overflow="ellipsis")
-    for hit in result["hits"]:
-        service = services.get(hit["id"])
-        score = "" if hit["score"] is None else f"{hit['score']:.4f}"
-        cells = [str(hit["rank"]), shown(hit["id"]), shown(hit["name"] or ""), score]
-        table.add_row(*cells, *([shown(service.description) if service else ""] if wide else []))
+        table.add_column("description", no_wrap=True, overflow="ellipsis", width=room - ident - name)
+    for hit, *cells in zip(hits, ranks, ids, names, scores, strict=True):
+        # One line per hit: the description's line breaks and runs of spaces become single spaces.
+        description = " ".join(descriptions.get(hit["id"], "").split())
+        table.add_row(*cells, *([shown(description)] if wide else []))
+    return table
+
+
+def _print_answer(answer: SearchAnswer, result: dict[str, Any], services: dict[str, Any]) -> None:
+    descriptions = {service_id: service.description for service_id, service in services.items()}
+    table = answer_table(answer.query, result["hits"], descriptions, console.width)
     console.print(table)
     costs = f"{answer.seconds * 1000:.1f} ms"
     if answer.calls:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import DbOption, settings_for, with_engine_options
+from a2x_local.cli.options import DbOption, settings_for, with_engine_options
 from a2x_local.extras import check
 from a2x_local.llm import EngineOptions
 from a2x_local.serve import ServeOptions, serve_http, serve_stdio

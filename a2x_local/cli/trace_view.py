@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.tree import Tree as RichTree
 
-from a2x_local.cli.common import shown as escape
+from a2x_local.cli.output import shown as escape
 from a2x_local.search import SearchAnswer
 
 

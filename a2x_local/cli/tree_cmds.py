@@ -1,4 +1,5 @@
-"""Versioned trees: tree list|show|stats|export|import|activate|delete."""
+"""Versioned trees: tree list|show|stats|export|import|activate|delete, `tree update` (incremental placement)
+and `tree diff A B`."""
 
 from __future__ import annotations
 
@@ -10,17 +11,21 @@ from rich.table import Table
 from rich.tree import Tree as RichTree
 
 from a2x_local.cli.app import app
-from a2x_local.cli.common import (
+from a2x_local.cli.options import (
     DbOption,
     JsonOption,
-    console,
-    err_console,
+    NoCacheOption,
+    engine_loader,
+    model_label,
     open_registry_db,
-    print_json,
     settings_for,
-    shown,
+    with_engine_options,
 )
+from a2x_local.cli.output import console, err_console, print_json, shown, with_round_progress
 from a2x_local.errors import UserError
+from a2x_local.lifecycle import PLACEMENTS, run_update
+from a2x_local.llm import EngineOptions
+from a2x_local.outfiles import write_output
 from a2x_local.registry import Registry
 from a2x_local.taxonomy import (
     Tree,
@@ -28,6 +33,7 @@ from a2x_local.taxonomy import (
     active_build_id,
     build_running,
     delete_build,
+    diff_trees,
     get_build,
     import_tree,
     list_builds,
@@ -42,6 +48,8 @@ from a2x_local.taxonomy import (
 
 tree_app = typer.Typer(help="List, inspect, export, import and switch taxonomy trees.", no_args_is_help=True)
 app.add_typer(tree_app, name="tree")
+
+_SHOWN = 20  # changes listed by `tree update` and `tree diff` (--json has them all)
 
 TreeIdOption = Annotated[int | None, typer.Option("--id", help="Tree (build) id; default: the active tree.")]
 
@@ -208,7 +216,7 @@ def export_command(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        write_output(out, text, what="exported tree")
         err_console.print(f"wrote tree {tree.build_id} ({len(tree.nodes)} nodes) to {out}")
 
 
@@ -232,7 +240,7 @@ def import_command(
     Example: a2x-local tree import exported/taxonomy/ --allow-missing --no-activate
     """
     data = read_tree_file(file)
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), job="tree import") as con:
         registry = Registry(con)
         tree, warnings = import_tree(data, registry.ids(), source=str(file), allow_missing=allow_missing)
         build_id = save_import(con, tree, fingerprint=registry.fingerprint(), source=str(file),
@@ -260,7 +268,7 @@ def activate_command(ctx: typer.Context, build_id: Annotated[int, typer.Argument
 
     Example: a2x-local tree activate 3
     """
-    with open_registry_db(settings_for(ctx, db)) as con:
+    with open_registry_db(settings_for(ctx, db), job="tree activate") as con:
         activate(con, build_id)
     if json_output:
         print_json({"active": build_id})
@@ -282,7 +290,7 @@ def delete_command(
     Example: a2x-local tree delete 2
     """
     settings = settings_for(ctx, db)
-    with open_registry_db(settings) as con:
+    with open_registry_db(settings, job="tree delete") as con:
         record = get_build(con, build_id)
         if record.status == "running" and build_running(settings.db_path):
             raise UserError(f"tree {build_id} is being built right now", hint="wait for the build to finish")
@@ -291,3 +299,103 @@ def delete_command(
         print_json({"deleted": build_id})
     else:
         console.print(f"deleted tree {build_id}")
+
+
+@tree_app.command("update")
+@with_engine_options
+def update_command(
+    ctx: typer.Context,
+    base: Annotated[int | None, typer.Option("--id", help="Tree to start from; default: the active tree.")] = None,
+    placement: Annotated[str | None, typer.Option(
+        "--placement", metavar="|".join(PLACEMENTS),
+        help="model: the search descent files each service (default, `placement` in \\[lifecycle]); embedding: the "
+             "most similar leaf by embedding similarity, no LLM.")] = None,
+    resplit: Annotated[bool, typer.Option("--resplit/--no-resplit", help="Split again, with the model, the leaves "
+                                          "placement pushed past θ_leaf.")] = True,
+    activate: Annotated[bool, typer.Option("--activate/--no-activate", help="Make the new version the active tree "
+                                           "(--no-activate: inspect it first with `tree diff`).")] = True,
+    no_cache: NoCacheOption = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
+) -> None:
+    """Place services added or changed since a tree was made into a new version of it, and take removed ones out.
+
+    The tree it starts from keeps serving until the new version is activated.
+
+    Example: a2x-local tree update --model qwen2.5-7b --no-activate --json
+    """
+    if placement is not None and placement not in PLACEMENTS:
+        raise typer.BadParameter(f"use one of: {', '.join(PLACEMENTS)}", param_hint="--placement")
+    settings = settings_for(ctx, db)
+    load = engine_loader(settings, engine_options, no_cache)
+    outcome = with_round_progress(json_output, lambda observer: run_update(
+        settings, load_engine=load, model=model_label(settings, engine_options), base_id=base, placement=placement,
+        resplit=resplit, activate=activate, observer=observer))
+    if json_output:
+        print_json(outcome.to_dict())
+        return
+    changes = outcome.changes
+    title = (f"Tree {outcome.build_id} made from tree {outcome.base_id}" + ("; now active" if outcome.activated
+                                                                             else "; not active")
+             if outcome.build_id is not None else f"Tree {outcome.base_id}: nothing to update")
+    table = Table(title=title)
+    table.add_column("step")
+    table.add_column("services", justify="right")
+    table.add_column("detail", overflow="fold")
+    table.add_row("placed (new)", f"{len(changes.added):,}", f"by {outcome.placement}")
+    table.add_row("placed again (changed)", f"{len(changes.changed):,}", f"by {outcome.placement}")
+    table.add_row("taken out (removed)", f"{len(changes.removed):,}", shown(", ".join(changes.removed[:_SHOWN])))
+    table.add_row("leaves over θ_leaf after placement", f"{len(outcome.overfull):,}",
+                  shown(", ".join(f"{x['node']} ({x['services']})" for x in outcome.overfull[:_SHOWN])))
+    table.add_row("re-split with the model", f"{len(outcome.split):,}", shown(", ".join(outcome.split[:_SHOWN])))
+    table.add_row("still over θ_leaf", f"{len(outcome.still_overfull):,}",
+                  shown(", ".join(f"{x['node']} ({x['services']}, depth {x['depth']})"
+                                  for x in outcome.still_overfull[:_SHOWN])))
+    console.print(table, highlight=False)
+    for placed in list(outcome.placements.values())[:_SHOWN]:
+        where = ", ".join(placed.nodes)
+        score = f" (similarity {placed.score:.2f})" if placed.score is not None else ""
+        console.print(f"  {shown(placed.service)} → {shown(where)}{score}", highlight=False)
+    if outcome.usage.by_label:
+        console.print(outcome.usage.table(title="Model calls by call type"))
+    for note in outcome.notes:
+        err_console.print(f"[yellow]note:[/yellow] {shown(note)}")
+
+
+@tree_app.command("diff")
+def diff_command(
+    ctx: typer.Context,
+    a: Annotated[int, typer.Argument(help="The older tree's id.", show_default=False)],
+    b: Annotated[int, typer.Argument(help="The newer tree's id.", show_default=False)],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """What changed from tree A to tree B: categories added, removed or renamed, services moved, appeared, vanished.
+
+    Categories are matched by path and name (renamed: same place, mostly the same services).
+
+    Example: a2x-local tree diff 3 4 --json
+    """
+    with open_registry_db(settings_for(ctx, db), mode="read") as con:
+        diff = diff_trees(load_tree(con, a), load_tree(con, b))
+    if json_output:
+        print_json(diff.to_dict())
+        return
+    table = Table(title=f"Tree {a} → tree {b}" + (" (identical)" if diff.identical else ""))
+    table.add_column("change")
+    table.add_column("count", justify="right")
+    for key, value in diff.counts().items():
+        table.add_row(key.replace("_", " "), f"{value:,}")
+    console.print(table)
+    sections = [("category added", [x["path"] for x in diff.categories_added]),
+                ("category removed", [x["path"] for x in diff.categories_removed]),
+                ("category renamed", [f"{x['from']} → {x['to']}" for x in diff.categories_renamed]),
+                ("service appeared", diff.services_appeared), ("service vanished", diff.services_vanished),
+                ("service moved", [f"{x['service']}: {' | '.join(x['from'])} → {' | '.join(x['to'])}"
+                                   for x in diff.services_moved])]
+    for label, lines in sections:
+        for line in lines[:_SHOWN]:
+            console.print(f"  {label}: {shown(line)}", highlight=False)
+        if len(lines) > _SHOWN:
+            console.print(f"  ... {len(lines) - _SHOWN:,} more ({label}; see --json)")

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.settings import SectionConfig
 
 DecomposerName = Literal["auto", "model", "rule"]
 DECOMPOSERS: tuple[str, ...] = ("auto", "model", "rule")
@@ -22,6 +22,7 @@ class ComposeConfig(SectionConfig):
     max_steps: int = Field(ge=1, le=20)
     step_chars: int = Field(ge=20)
     request_chars: int = Field(ge=50)
+    max_steps_file_bytes: int = Field(ge=1024)
     step_method: str
     candidates: int = Field(ge=1, le=100)
     alpha: float = Field(ge=0, le=1)
@@ -32,8 +33,3 @@ class ComposeConfig(SectionConfig):
     budget_chars_per_token: float = Field(gt=0)
     temperature: float = Field(ge=0)
     seed: int
-
-
-def compose_config(settings: Settings, **overrides: object) -> ComposeConfig:
-    """The `[compose]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    return ComposeConfig.from_settings(settings, **overrides)

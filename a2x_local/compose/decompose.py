@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_mod
 
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.types import Step
+from a2x_local.costs import AnswerCost
 from a2x_local.llm import Engine, JsonConstraint, Request, as_data, clip
 from a2x_local.prompts import PromptBook
 
@@ -30,22 +31,6 @@ _STEP_OVERHEAD_CHARS = 48
 def prompt_hash() -> str:
     """SHA-256 over the decomposition prompts, recorded with evaluation runs: a changed prompt is a changed method."""
     return PROMPTS.hash()
-
-
-@dataclass
-class Ledger:
-    """One request's share of the model calls (attempts, retries included, as the engine counts them)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    rounds: int = 0     # sequential engine rounds the request waited for (a retry is one more)
-
-    def add(self, prompt_tokens: int, completion_tokens: int, calls: int, rounds: int) -> None:
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
-        self.calls += calls
-        self.rounds += rounds
 
 
 @dataclass
@@ -119,7 +104,7 @@ class ModelDecomposer:
     def label(self) -> str:
         return f"model:{self.engine.describe().get('model') or self.engine.name}"
 
-    def decompose(self, requests: Sequence[str], ledgers: Sequence[Ledger],
+    def decompose(self, requests: Sequence[str], ledgers: Sequence[AnswerCost],
                   hints: Sequence[Sequence[str]] | None = None) -> list[Decomposed]:
         """One engine call for every request (with ``hints``: the SAD prompt, one hint list per request)."""
         call_type = DECOMPOSE if hints is None else DECOMPOSE_SAD
@@ -133,7 +118,9 @@ class ModelDecomposer:
             batch.append(request)
             owners.append(index)
         for index, result in zip(owners, self.engine.generate(batch), strict=True):
-            ledgers[index].add(result.prompt_tokens, result.completion_tokens, result.attempts, result.attempts)
+            # A retry is one more attempt sent, in one more sequential round.
+            ledgers[index].add(AnswerCost(calls=result.attempts, prompt_tokens=result.prompt_tokens,
+                                          completion_tokens=result.completion_tokens, rounds=result.attempts))
             outcomes[index] = parse_steps(result.value) if result.ok else Decomposed(None, result.error)
         return [outcome for outcome in outcomes if outcome is not None]
 

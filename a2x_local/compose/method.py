@@ -1,9 +1,9 @@
 """Compose as a search method (`--method compose`), so `a2x-local eval` scores plans like any other method.
 
 The answer is ranked: the plan's chosen services first (in execution order), then every step's remaining
-candidates and deeper results taken in turns, so each need gets its share of any cut-off. The search stage finds
-this method through its lazy table (``a2x_local.compose:COMPOSE_SPEC``); compose depends on search, never the
-other way round.
+candidates and deeper results taken in turns, so each need gets its share of any cut-off. The composition root (the
+CLI, the server) registers `COMPOSE_SPEC` with the search stage: compose depends on search, never the other way
+round, not even by name.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from a2x_local.compose.config import DecomposerName
 from a2x_local.compose.opening import open_composer
 from a2x_local.compose.planner import Composer, Planned
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions
-from a2x_local.search import Hit, MethodSpec, ProgressFactory, SearchAnswer, SearchRequest
+from a2x_local.search import MODES, Hit, MethodSpec, ProgressFactory, SearchAnswer, SearchRequest
 from a2x_local.settings import Settings
 
 RANKINGS_KEPT = 10   # per-step candidates an evaluation record keeps (per-step hit@1/5/10)
@@ -39,6 +39,8 @@ class ComposeOptions(EngineOptions):
     alpha: float | None = Field(None, ge=0, le=1, description="weight of similarity against compatibility")
     candidates: int | None = Field(None, ge=1, description="candidates kept per step")
     max_steps: int | None = Field(None, ge=1, description="most steps per request")
+    start_engine: bool | None = Field(None, description="start a model when one is needed and none was given "
+                                                        "(false: decompose by the rules, refuse model-only choices)")
 
 
 def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
@@ -53,8 +55,7 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
                          "sad_applied": plan.sad.applied, "sad_copy_rejected": plan.sad.copy_rejected},
              "plan": plan.model_dump(mode="json")}
     return SearchAnswer(query=plan.request, hits=[Hit(service_id) for service_id in ranking], ranked=True,
-                        prompt_tokens=plan.prompt_tokens, completion_tokens=plan.completion_tokens,
-                        calls=plan.calls, rounds=plan.rounds, seconds=plan.seconds, trace=trace, error=plan.error)
+                        seconds=plan.seconds, trace=trace, error=plan.error, **plan.cost_values())
 
 
 class ComposeSearch:
@@ -95,10 +96,14 @@ def _compose(settings: Settings, db_path: Path, options: ComposeOptions,
         settings, db_path=db_path, engine=engine, engine_options=EngineOptions.of(**flags),
         method_options=options.model_extra, steps=options.steps_file, progress=progress,
         step_method=options.step_method, decomposer=options.decomposer, sad=options.sad, alpha=options.alpha,
-        candidates=options.candidates, max_steps=options.max_steps)
+        candidates=options.candidates, max_steps=options.max_steps, start_engine=options.start_engine is not False)
     return ComposeSearch(composer)
 
 
-# Modes go to an LLM step method (the plan refuses one that its step method does not take).
+# The engine is optional: with one it decomposes with the model (and serves an LLM step method); without, it
+# decomposes by the rules. Modes go to the step method (a plan refuses one its step method does not take).
 COMPOSE_SPEC = MethodSpec("compose", "decompose into steps, search each, compose a plan (SkillWeaver)",
-                          ComposeOptions, _compose, modes=("get_all", "get_important", "get_one"))
+                          ComposeOptions, _compose, engine="optional", modes=MODES, cost="llm",
+                          cost_note="one decomposition prompt per request (none with the rule decomposer), plus "
+                                    "the step method's cost for every step",
+                          engine_free={"decomposer": "rule", "start_engine": False})

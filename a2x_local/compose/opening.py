@@ -12,19 +12,25 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.compose.compatibility import profiles
-from a2x_local.compose.config import ComposeConfig, compose_config
+from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer
 from a2x_local.compose.planner import Composer
-from a2x_local.compose.steps_file import StepsBook, load_steps_file
+from a2x_local.compose.steps_file import StepsBook, StepsBounds, load_steps_file
 from a2x_local.db import connect
 from a2x_local.errors import UserError
+from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineOptions, check_ref, engine_settings, make_engine
 from a2x_local.registry import Registry
-from a2x_local.search import ProgressFactory, make_method, method_spec
+from a2x_local.search import ProgressFactory, make_method, method_names, method_spec
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
 
 COMPOSE = "compose"
+
+
+def step_method_names() -> list[str]:
+    """The methods that may search a plan's steps: every method this process can make, but compose itself."""
+    return [name for name in method_names() if name != COMPOSE]
 
 
 def _snapshot(settings: Settings, db_path: Path) -> tuple[list[Any], Tree | None, str | None]:
@@ -58,41 +64,52 @@ def model_available(settings: Settings, options: EngineOptions) -> bool:
 
 
 def _decomposer(config: ComposeConfig, steps: StepsBook | None, settings: Settings, engine: Engine | None,
-                options: EngineOptions) -> str:
+                options: EngineOptions, start_engine: bool) -> str:
     if steps is not None:
         return "file"
     if config.decomposer == "auto":
-        return "model" if engine is not None or model_available(settings, options) else "rule"
+        usable = engine is not None or (start_engine and model_available(settings, options))
+        return "model" if usable else "rule"
     return config.decomposer
 
 
 def open_composer(settings: Settings, *, db_path: Path | None = None, engine: Engine | None = None,
                   engine_options: EngineOptions | None = None, method_options: Mapping[str, Any] | None = None,
                   steps: str | Path | StepsBook | None = None, progress: ProgressFactory | None = None,
-                  **overrides: Any) -> Composer:
+                  start_engine: bool = True, **overrides: Any) -> Composer:
     """A composer over the registry at ``db_path`` (default: the settings' database).
 
     ``overrides`` are `[compose]` keys (decomposer, step_method, candidates, alpha, sad, max_steps, ...; None =
     the configuration). ``method_options`` go to the step method. ``engine`` is a running engine to use (it stays
     open); otherwise one is started from ``engine_options`` when the decomposer or the step method needs a model,
-    and `Composer.close` releases it.
+    and `Composer.close` releases it. With ``start_engine`` False none is started: "auto" decomposes by the rules,
+    and a choice that needs a model is refused (code NoModel).
     """
-    config = compose_config(settings, **overrides)
+    config = ComposeConfig.from_settings(settings, **overrides)
     db_path = Path(db_path or settings.db_path)
     engine_options = engine_options or EngineOptions()
     if config.step_method == COMPOSE:
-        raise UserError("compose cannot search its own steps with compose",
-                        hint="pick a step method such as hybrid, dense, bm25 or a2x")
-    spec = method_spec(config.step_method)
-    book = steps if isinstance(steps, StepsBook) or steps is None else load_steps_file(steps)
+        raise UserError("compose cannot search its own steps with compose", code="UnknownMethod",
+                        hint=f"pick a step method: {', '.join(step_method_names())}")
+    spec = method_spec(config.step_method, offered=step_method_names())
+    bounds = StepsBounds(config.max_steps, config.step_chars)
+    book = (steps if isinstance(steps, StepsBook) or steps is None else
+            load_steps_file(steps, JsonLimits.from_settings(settings), bounds, max_bytes=config.max_steps_file_bytes))
+    if book is not None:
+        book.check_bounds(bounds)
     services, tree, stale_note = _snapshot(settings, db_path)
-    decomposer = _decomposer(config, book, settings, engine, engine_options)
-    step_needs_engine = "engine" in spec.options.model_fields
+    decomposer = _decomposer(config, book, settings, engine, engine_options, start_engine)
+    step_engine = spec.needs_engine or (spec.takes_engine and engine is not None)
     options = {key: value for key, value in (method_options or {}).items() if key not in ENGINE_OPTION_NAMES}
-    method = None if step_needs_engine else make_method(config.step_method, settings, db_path, progress=progress,
-                                                        **options)
+    method = None if step_engine else make_method(config.step_method, settings, db_path, progress=progress,
+                                                  **options)
     owns_engine = False
-    if engine is None and (decomposer == "model" or step_needs_engine):
+    if engine is None and (decomposer == "model" or step_engine):
+        if not start_engine:
+            needs = f"the {config.step_method} step method" if step_engine else "the model decomposer"
+            raise UserError(f"{needs} needs a model, and none runs here", code="NoModel",
+                            hint="use a retrieval step method (hybrid, dense, bm25) and the rule decomposer, or "
+                                 "give a model")
         engine = make_engine(settings, engine_options)
         owns_engine = True
     try:
@@ -108,5 +125,5 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
         notes.append("no model is installed, so the rule decomposer split the request (give --model to use one)")
     return Composer(config=config, method=method, method_name=config.step_method,
                     names={service.id: service.name for service in services}, profiles=profiles(services, tree),
-                    decomposer=decomposer, model=model, steps=book, engine=engine if model or step_needs_engine
+                    decomposer=decomposer, model=model, steps=book, engine=engine if model or step_engine
                     else None, owns_engine=owns_engine, step_modes=spec.modes, notes=notes)

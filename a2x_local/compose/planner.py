@@ -16,14 +16,14 @@ from typing import Any
 from a2x_local.compose.assemble import Retrieved, assemble
 from a2x_local.compose.compatibility import Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
-from a2x_local.compose.decompose import Ledger, ModelDecomposer, prompt_hash
+from a2x_local.compose.decompose import ModelDecomposer, prompt_hash
 from a2x_local.compose.rules import rule_steps
 from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
-from a2x_local.errors import UserError
+from a2x_local.costs import AnswerCost
 from a2x_local.llm import Engine
-from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, check_mode, check_queries
 
 
 @dataclass
@@ -40,7 +40,7 @@ class _Work:
 
     request: str
     steps: list[Step]
-    ledger: Ledger = field(default_factory=Ledger)
+    ledger: AnswerCost = field(default_factory=AnswerCost)
     notes: list[str] = field(default_factory=list)
     failed: bool = False     # the model's decomposition never validated: searched as one step
     sad: SadReport = field(default_factory=lambda: SadReport(applied=False))
@@ -69,9 +69,7 @@ class StepSearch:
         for work, texts in zip(works, texts_by_work, strict=True):
             mine = {text: answers.pop(text) for text in dict.fromkeys(texts) if text in answers}
             # The steps of one request were searched together: its rounds are the deepest search's, not the sum.
-            found = list(mine.values())
-            work.ledger.add(sum(a.prompt_tokens for a in found), sum(a.completion_tokens for a in found),
-                            sum(a.calls for a in found), max((a.rounds for a in found), default=0))
+            work.ledger.add(AnswerCost.side_by_side(mine.values()))
             self.seen.update(mine)
 
     def retrieved(self, text: str) -> Retrieved:
@@ -122,10 +120,7 @@ class Composer:
         if not requests:
             return []
         check_queries(requests)
-        if mode is not None and mode not in self.step_modes:
-            accepted = ", ".join(self.step_modes) or "none (it has no modes)"
-            raise UserError(f"step method '{self.method_name}' accepts the modes: {accepted}",
-                            hint="leave out the mode, or pick an LLM step method such as a2x")
+        check_mode(self.method_name, self.step_modes, mode, role="step method")
         if self.steps_book is not None:
             self.steps_book.check_covers(requests)
         started = time.perf_counter()
@@ -219,9 +214,8 @@ class Composer:
         error = f"step search failed: {errors[0]}" if errors and len(errors) == len(queries) else None
         plan = Plan(request=work.request, decomposer=self.label, method=self.method_name, steps=assembly.steps,
                     edges=assembly.edges, groups=assembly.groups, services=assembly.services, sad=work.sad,
-                    prompt_tokens=work.ledger.prompt_tokens, completion_tokens=work.ledger.completion_tokens,
-                    calls=work.ledger.calls, rounds=work.ledger.rounds, seconds=round(seconds, 6),
-                    notes=[*self.notes, *work.notes], error=error)
+                    seconds=round(seconds, 6), notes=[*self.notes, *work.notes], error=error,
+                    **work.ledger.cost_values())
         return Planned(plan, assembly.rankings)
 
     def describe(self) -> dict[str, Any]:

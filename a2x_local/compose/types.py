@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from a2x_local.costs import AnswerCost
+
 
 class _Data(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -90,8 +92,9 @@ class SadReport(_Data):
     copy_rejected: int = 0
 
 
-class Plan(_Data):
-    """The plan for one request: steps with their services, dependency edges and parallel groups, and its cost.
+class Plan(_Data, AnswerCost):
+    """The plan for one request: steps with their services, dependency edges and parallel groups, and its cost (the
+    `AnswerCost` fields: this request's share of the model calls and tokens, and the engine rounds it waited for).
 
     ``services`` lists the chosen service ids in execution order (group by group). ``decomposer`` names who split
     the request: ``model:<label>``, ``rule`` or ``file:<name>``. ``notes`` say what was repaired or fell back (a
@@ -107,10 +110,6 @@ class Plan(_Data):
     groups: list[list[str]] = Field(default_factory=list)
     services: list[str] = Field(default_factory=list)
     sad: SadReport
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    rounds: int = 0
     seconds: float = 0.0
     notes: list[str] = Field(default_factory=list)
     error: str | None = None

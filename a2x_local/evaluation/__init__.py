@@ -1,27 +1,25 @@
 """Evaluation: score any search method on a benchmark query file, resumably, and compare runs.
 Everything else in this package is private to it."""
 
-from a2x_local.evaluation.harness import evaluation_config, registry_info
+from a2x_local.evaluation.harness import EvaluationConfig, registry_info
 from a2x_local.evaluation.presets import PRESETS, compare_presets
-from a2x_local.evaluation.queries import JsonFile, load_queries, load_query_texts, read_json_file
+from a2x_local.evaluation.queries import load_queries, load_query_texts
 from a2x_local.evaluation.report import COMPARE_COLUMNS, compare_row, pct
 from a2x_local.evaluation.runner import check_plots, compare_runs, describe_method, plan_run, run_evaluation
 
 __all__ = [
     "COMPARE_COLUMNS",
     "PRESETS",
-    "JsonFile",
+    "EvaluationConfig",
     "check_plots",
     "compare_presets",
     "compare_row",
     "compare_runs",
     "describe_method",
-    "evaluation_config",
     "load_queries",
     "load_query_texts",
     "pct",
     "plan_run",
-    "read_json_file",
     "registry_info",
     "run_evaluation",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,14 +21,16 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from a2x_local.db import connect
-from a2x_local.errors import UserError
+from a2x_local.errors import InputError, UserError
 from a2x_local.evaluation.metrics import dedupe, score_query
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.summary import ranking_depth, summarize
 from a2x_local.hashing import stable_hash
+from a2x_local.jsonfiles import parse_json, read_bytes, read_json, read_text
+from a2x_local.outfiles import open_append, write_output
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.search import SearchAnswer, SearchCost, SearchMethod, SearchRequest
+from a2x_local.settings import SectionConfig
 
 RUN_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE = "run.json", "results.jsonl", "summary.json", "report.md"
 
@@ -44,11 +47,6 @@ class EvaluationConfig(SectionConfig):
     runs_dir: str
 
 
-def evaluation_config(settings: Settings, **overrides: Any) -> EvaluationConfig:
-    """The `[evaluation]` table with ``overrides`` (None values ignored)."""
-    return EvaluationConfig.from_settings(settings, **overrides)
-
-
 @dataclass(frozen=True)
 class RegistryInfo:
     path: str
@@ -60,7 +58,7 @@ class RegistryInfo:
         return len(self.ids)
 
 
-def registry_info(db_path: Path, *, lock_timeout_s: float = 30.0) -> RegistryInfo:
+def registry_info(db_path: Path, *, lock_timeout_s: float | None = None) -> RegistryInfo:
     """Ids and fingerprint of the registry under evaluation; an empty registry cannot be evaluated."""
     with connect(db_path, lock_timeout_s=lock_timeout_s, mode="read") as con:
         registry = Registry(con)
@@ -101,32 +99,31 @@ class RunSpec:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """The hash of a query file, which names the run's queries. The file was read within the limits already; here
+    only a regular file is read (a device or a pipe swapped in meanwhile is refused)."""
+    return hashlib.sha256(read_bytes(Path(path), sys.maxsize, what="query")).hexdigest()
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_output(path, text, what="run file")
 
 
 def _read_results(path: Path) -> tuple[list[dict[str, Any]], bool]:
     """Finished records, and whether the file needs rewriting (a torn last line or records to retry)."""
     if not path.exists():
         return [], False
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, empty_ok=True).splitlines()
     records, dirty = [], False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+            record = parse_json(line, None, str(path), line=number, hint="rerun with --fresh to start this run over")
+        except InputError as exc:
             if number == len(lines):  # a write cut off by a crash: that query simply runs again
                 dirty = True
                 continue
-            raise UserError(f"{path}: line {number} is not valid JSON; the run folder is damaged",
-                            hint="rerun with --fresh to start this run over") from exc
+            raise UserError(f"{exc.message}; the run folder is damaged", hint=exc.hint) from exc
         if record.get("error"):
             dirty = True
             continue
@@ -159,8 +156,8 @@ class Evaluation:
         wanted = self.spec.to_dict()
         if run_file.exists():
             try:
-                stored = json.loads(run_file.read_text(encoding="utf-8")).get("spec", {})
-            except (json.JSONDecodeError, AttributeError) as exc:
+                stored = read_json(run_file).get("spec", {})
+            except (InputError, AttributeError) as exc:
                 raise UserError(f"{run_file}: damaged run description",
                                 hint="rerun with --fresh to start this run over") from exc
             if stored != json.loads(json.dumps(wanted)):
@@ -191,9 +188,8 @@ class Evaluation:
             base["reference_steps"] = [list(step) for step in query.steps]
         if answer is None:
             return {**base, "skipped": "no correct service in the registry", "returned": [], "ranking": [],
-                    "hit": False, "recall": 0.0, "precision": 0.0, "comp": False, "prompt_tokens": 0,
-                    "completion_tokens": 0, "calls": 0, "rounds": 0, "candidates_shown": 0, "capped": 0,
-                    "latency_s": 0.0, "error": None}
+                    "hit": False, "recall": 0.0, "precision": 0.0, "comp": False,
+                    **SearchCost().cost_values(SearchCost), "latency_s": 0.0, "error": None}
         ranking = dedupe(answer.ids)
         returned = ranking[: self.spec.k] if ranked else ranking
         score = score_query(returned, scored)
@@ -203,9 +199,7 @@ class Evaluation:
         return {**base, "returned": returned, "ranking": ranking if ranked else [],
                 "scores": [hit.score for hit in answer.hits[: len(returned)]] if ranked else [],
                 "hit": score.hit, "recall": score.recall, "precision": score.precision, "comp": score.complete,
-                "prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
-                "calls": answer.calls, "rounds": answer.rounds, "candidates_shown": answer.candidates_shown,
-                "capped": answer.capped, "latency_s": answer.seconds or latency, "error": answer.error}
+                **answer.cost_values(SearchCost), "latency_s": answer.seconds or latency, "error": answer.error}
 
     def run(self, method: SearchMethod, queries: Sequence[Query],
             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
@@ -213,7 +207,7 @@ class Evaluation:
         ranked = bool(getattr(method, "ranked", True))
         depth = self.depth(ranked)
         todo = [query for query in queries if query.id not in self.done]
-        with self.results_path.open("a", encoding="utf-8") as out:
+        with open_append(self.results_path, what="run's results") as out:
             # Queries with nothing to find are recorded without asking the method (an LLM call would be wasted).
             unanswerable, answerable = [], []
             for query in todo:

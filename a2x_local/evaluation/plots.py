@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from a2x_local.extras import require
+from a2x_local.outfiles import write_output
 
 FEATURE = "plots (the [plots] extra; `--no-plots` skips them)"
 
@@ -29,7 +31,9 @@ def _finish(ax: Any, title: str, path: Path) -> Path:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     ax.figure.tight_layout()
-    ax.figure.savefig(path, dpi=120)
+    buffer = io.BytesIO()
+    ax.figure.savefig(buffer, format="png", dpi=120)
+    write_output(path, buffer.getvalue(), what="plot")
     _pyplot().close(ax.figure)
     return path
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import UserError
 from a2x_local.evaluation.harness import SUMMARY_FILE
+from a2x_local.jsonfiles import read_json
 
 
 def pct(value: float | None) -> str:
@@ -123,14 +123,12 @@ def _decomposition_lines(block: dict[str, Any] | None) -> list[str]:
 def load_summary(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / SUMMARY_FILE
     if not Path(run_dir).is_dir():
-        raise UserError(f"{run_dir}: no such run folder")
+        raise UserError(f"{run_dir}: no such run folder",
+                        hint="give the folder `a2x-local eval` wrote (it prints it; see runs/)")
     if not path.is_file():
         raise UserError(f"{run_dir}: not a finished run (no {SUMMARY_FILE})",
                         hint="rerun the same `a2x-local eval` command to finish it")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON: {exc.msg}") from exc
+    return read_json(path, hint="the run's summary is damaged: rerun the same `a2x-local eval` command with --fresh")
 
 
 def unique_labels(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:

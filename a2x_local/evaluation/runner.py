@@ -23,6 +23,7 @@ from a2x_local.evaluation.plots import plot_compare, plot_run
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import load_summary, render_compare, render_report, unique_labels
 from a2x_local.extras import check
+from a2x_local.outfiles import write_output
 from a2x_local.search import SearchMethod
 
 RUN_PLOT = "hit_recall_vs_k.png"
@@ -79,8 +80,8 @@ def run_evaluation(method: SearchMethod, queries: Sequence[Query], plan: RunPlan
     plot = None
     if plots:
         plot = plot_run(summary, out / RUN_PLOT)
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    (out / REPORT_FILE).write_text(render_report(summary, plot.name if plot else None), encoding="utf-8")
+    write_output(out / SUMMARY_FILE, json.dumps(summary, indent=2, ensure_ascii=False, default=str), what="summary")
+    write_output(out / REPORT_FILE, render_report(summary, plot.name if plot else None), what="report")
     return summary
 
 
@@ -95,7 +96,6 @@ def compare_runs(run_dirs: Sequence[Path], out: Path | None = None, *,
         if plots:
             drawn = plot_compare(summaries, out)
         report = out / "compare.md"
-        out.mkdir(parents=True, exist_ok=True)
-        report.write_text(render_compare(summaries, [p.name for p in drawn]), encoding="utf-8")
+        write_output(report, render_compare(summaries, [p.name for p in drawn]), what="comparison")
         files = [report, *drawn]
     return summaries, files

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.settings import SectionConfig
 
 Placement = Literal["model", "embedding"]
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
@@ -27,8 +27,3 @@ class LifecycleConfig(SectionConfig):
     keep_trees: int = Field(ge=1)
     max_drop: float = Field(ge=0, le=100)
     report_dir: str
-
-
-def lifecycle_config(settings: Settings, **overrides: Any) -> LifecycleConfig:
-    """The `[lifecycle]` table with ``overrides`` (None values ignored)."""
-    return LifecycleConfig.from_settings(settings, **overrides)

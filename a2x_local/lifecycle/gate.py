@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.evaluation import (
+    EvaluationConfig,
     describe_method,
-    evaluation_config,
     load_queries,
     plan_run,
     registry_info,
     run_evaluation,
 )
+from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search import tree_search
@@ -58,9 +59,9 @@ def run_gate(settings: Settings, *, candidate: Tree, active: Tree, services: dic
     serving = active.without_services(active.service_ids() - set(services))
     runs = {"candidate": str(out_dir / f"tree-{candidate.build_id}"),
             "active": str(out_dir / f"tree-{active.build_id}")}
-    config = evaluation_config(settings)
+    config = EvaluationConfig.from_settings(settings)
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
-    queries = load_queries(queries_file)
+    queries = load_queries(queries_file, JsonLimits.from_settings(settings))
 
     def hit(tree: Tree, out: Path) -> tuple[float, int]:
         method = tree_search(settings, tree, services, engine)

@@ -13,30 +13,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from a2x_local.db import connect
-from a2x_local.errors import A2XError
-from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.errors import A2XError, UserError
+from a2x_local.lifecycle.config import LifecycleConfig
 from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.gate import run_gate
-from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyLock
+from a2x_local.lifecycle.lock import EXIT_BUSY, NightlyBusyError, NightlyLock
 from a2x_local.lifecycle.report import write_report
 from a2x_local.lifecycle.retention import apply_retention
 from a2x_local.lifecycle.update import run_update
-from a2x_local.llm import AnswerCache, Engine, cache_config
+from a2x_local.llm import AnswerCache, CacheConfig, Engine
+from a2x_local.locks import RegistryBusyError, RegistryLock
+from a2x_local.outfiles import output_target
 from a2x_local.registry import Limits, Registry, RegistryConfig, sync
 from a2x_local.settings import Settings
-from a2x_local.taxonomy import activate, active_build_id, build_config, get_build, load_tree, run_build
+from a2x_local.taxonomy import activate, active_build_id, get_build, load_tree, run_build
 
 EXIT_OK, EXIT_FAILED, EXIT_GATE_REFUSED = 0, 1, 3
 EXIT_CODES = {EXIT_OK: "a new tree was activated, or nothing changed", EXIT_FAILED: "the job failed (see the report's"
               " error; the active tree is unchanged)", 2: "usage error (bad flags)",
               EXIT_GATE_REFUSED: "the regression gate refused the new tree (kept, not active)",
-              EXIT_BUSY: "another nightly job holds the database (this run was skipped)"}
+              EXIT_BUSY: "another nightly job, or another writer of the registry, holds the database (this run was"
+                         " skipped)"}
 
 
 @dataclass
@@ -65,7 +69,7 @@ class NightlyOutcome:
 def report_path(settings: Settings, request: NightlyRequest, started: datetime) -> Path:
     if request.report is not None:
         return Path(request.report)
-    folder = Path(lifecycle_config(settings).report_dir).expanduser()
+    folder = Path(LifecycleConfig.from_settings(settings).report_dir).expanduser()
     if not folder.is_absolute():
         folder = settings.home / folder
     return folder / f"nightly-{started:%Y%m%d-%H%M%S}.json"
@@ -81,23 +85,62 @@ def run_nightly(settings: Settings, request: NightlyRequest, load_engine: Callab
                               "status": "running", "exit_code": None, "action": None, "candidate": None,
                               "sync": None, "update": None, "build": None, "gate": None, "retention": None,
                               "error": None}
+    output_target(path, what="nightly report")   # a path that cannot take the report is refused before any work
     engines = LazyEngine(load_engine)
     clock = time.perf_counter()
-    with NightlyLock(settings.db_path):
+    with ExitStack() as held:
+        try:
+            held.enter_context(NightlyLock(settings.db_path, "nightly"))
+            held.enter_context(RegistryLock(settings.db_path, "nightly", wait_s=settings.lock_timeout_s))
+        except (NightlyBusyError, RegistryBusyError) as exc:
+            report["status"], report["error"] = "skipped", exc.to_dict()
+            _finish(report, engines, clock, EXIT_BUSY, path)   # a skipped run is reported too
+            if isinstance(exc, NightlyBusyError):
+                raise
+            raise NightlyBusyError(exc.message, hint="the job that holds the registry ends on its own; this run was"
+                                                     " skipped (exit code 4)", code="RegistryBusy") from exc
         try:
             code = _run(settings, request, engines, report, path, observer)
             error = None
         except A2XError as exc:
             code, error = exc.exit_code, exc
             report["status"], report["error"] = "failed", exc.to_dict()
+            _record_active_after(settings, report)
         except KeyboardInterrupt:
             report["status"] = "interrupted"
+            _record_active_after(settings, report)
             _finish(report, engines, clock, 130, path)
             raise
         finally:
             engines.close()
         _finish(report, engines, clock, code, path)
     return NightlyOutcome(report, path, code, error)
+
+
+def _check_still_current(con: Any, candidate: int, active: int | None) -> None:
+    """Before switching: the registry is still the one the new tree was built for, and the active tree is still the
+    one the job started from. The registry lock keeps other writers out; this catches anything that did not take
+    it (another version of a2x-local, a hand edit), so the job never undoes a rollback or activates a tree built
+    for other services."""
+    fingerprint = Registry(con).fingerprint()
+    built_for = get_build(con, candidate).registry_fingerprint
+    now_active = active_build_id(con)
+    if fingerprint != built_for or now_active != active:
+        what = ("the registry's services changed" if fingerprint != built_for else
+                f"the active tree changed from {active} to {now_active}")
+        raise UserError(f"{what} while the job ran; tree {candidate} was kept but not activated",
+                        hint=f"look at `a2x-local tree list`; `a2x-local tree activate {candidate}` switches by hand,"
+                             " or the next night builds for the registry as it is then", code="RegistryChanged")
+
+
+def _record_active_after(settings: Settings, report: dict[str, Any]) -> None:
+    """After a failed or interrupted job: the tree that is active now (a failure activates nothing, so the one that
+    was). A registry that cannot be read leaves the key out, and the report says "unknown", not "none"."""
+    try:
+        with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s, mode="read") as con:
+            report["active_after"] = active_build_id(con)
+    except A2XError as exc:   # the job's own error is already in the report; this one only costs the line
+        report["active_after_error"] = exc.message
 
 
 def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int, path: Path) -> None:
@@ -110,18 +153,18 @@ def _finish(report: dict[str, Any], engines: LazyEngine, clock: float, code: int
 
 def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, report: dict[str, Any], path: Path,
          observer: Any) -> int:
-    config = lifecycle_config(settings, max_drop=request.max_drop, keep_trees=request.keep)
+    config = LifecycleConfig.from_settings(settings, max_drop=request.max_drop, keep_trees=request.keep)
     registry_config = RegistryConfig.from_settings(settings)
     db, timeout = settings.db_path, settings.lock_timeout_s
     with connect(db, lock_timeout_s=timeout) as con:
+        active = report["active_before"] = active_build_id(con)   # known even when the sync fails
         result = sync(con, request.source, max_remove_share=registry_config.sync_max_remove_share, fmt=request.fmt,
-                      limits=Limits.from_config(registry_config), force=request.force)
-        active = active_build_id(con)
+                      limits=Limits.from_config(registry_config), force=request.force,
+                      allow_lookalikes=registry_config.allow_lookalikes)
         registry = Registry(con)
         fingerprint, size = registry.fingerprint(), registry.count()
         current = active is not None and get_build(con, active).registry_fingerprint == fingerprint
     report["sync"] = result.to_dict()
-    report["active_before"] = active
     changed = len(result.added) + len(result.updated) + len(result.removed)
     share = changed / max(size, 1)
     if active is None:
@@ -146,9 +189,8 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
         if candidate is None:
             action = report["action"] = "none"
     elif action == "build":
-        built = run_build(db, build_config(settings), engines.get, model=request.model, observer=observer,
-                          close_engine=False, lock_timeout_s=timeout,
-                          checkpoint_wait_s=registry_config.checkpoint_wait_s, activate=False)
+        built = run_build(settings, engines.get, model=request.model, observer=observer, close_engine=False,
+                          activate=False)
         candidate = built.build_id
         report["build"] = {"id": built.build_id, "tree": built.report["tree"], "usage": built.report["usage"],
                            "engine_rounds": built.report["engine_rounds"], "notes": built.notes}
@@ -172,6 +214,7 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
             report["gate"] = {"skipped": "no active tree to compare with"}
         if gate_passed:
             with connect(db, lock_timeout_s=timeout) as con:
+                _check_still_current(con, candidate, active)
                 activate(con, candidate)
             report["status"] = "activated"
         else:
@@ -181,5 +224,5 @@ def _run(settings: Settings, request: NightlyRequest, engines: LazyEngine, repor
         report["retention"] = apply_retention(con, config.keep_trees)
         report["active_after"] = active_build_id(con)
     cache = AnswerCache(db, lock_timeout_s=timeout)
-    report["cache"] = {"expired": cache.prune(cache_config(settings).keep_days), "entries": cache.size()}
+    report["cache"] = {"expired": cache.prune(CacheConfig.from_settings(settings).keep_days), "entries": cache.size()}
     return code

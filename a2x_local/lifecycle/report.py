@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from a2x_local.outfiles import write_output
+
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
-    """Write ``report`` to ``path`` whole or not at all (a monitor never reads half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``report`` to ``path`` whole or not at all (a monitor never reads half a file); only a regular file or
+    a new path is written (`outfiles`)."""
+    write_output(path, json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", what="nightly report")
 
 
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
@@ -41,7 +40,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
                              f" {gate['max_drop']:.1f} allowed"))
     elif gate:
         rows.append(("gate", gate.get("skipped", "")))
-    rows.append(("active tree", f"{report.get('active_before')} → {report.get('active_after')}"))
+    rows.append(("active tree", f"{_tree(report, 'active_before')} → {_tree(report, 'active_after')}"))
     retention = report.get("retention")
     if retention:
         rows.append(("retention", f"kept {retention['kept']}, deleted {retention['deleted'] or 'none'}"))
@@ -54,3 +53,10 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("error", report["error"]["message"]))
     rows.append(("wall time", f"{report.get('wall_seconds', 0):.1f} s"))
     return rows
+
+
+def _tree(report: dict[str, Any], key: str) -> str:
+    """A tree id of the report: "none" when no tree was active, "unknown" when the job could not read it."""
+    if key not in report:
+        return "unknown"
+    return "none" if report[key] is None else str(report[key])

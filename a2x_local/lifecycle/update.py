@@ -16,7 +16,7 @@ from typing import Any
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.lifecycle.config import lifecycle_config
+from a2x_local.lifecycle.config import LifecycleConfig
 from a2x_local.lifecycle.engine import LazyEngine
 from a2x_local.lifecycle.placement import (
     BY_EMBEDDING,
@@ -29,12 +29,13 @@ from a2x_local.lifecycle.placement import (
     with_placements,
 )
 from a2x_local.llm import Engine, Usage
+from a2x_local.locks import RegistryLock
 from a2x_local.registry import Registry
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import (
+    BuildConfig,
     BuildLock,
     Tree,
-    build_config,
     get_build,
     load_active_tree,
     load_tree,
@@ -83,14 +84,14 @@ def run_update(settings: Settings, *, load_engine: EngineLoader | None, model: s
     ``placement`` "model" needs ``load_engine`` (called only when there is model work); "embedding" loads no LLM
     and re-splits nothing (over-full leaves are listed for a later `tree update` with the model).
     """
-    config = lifecycle_config(settings, placement=placement)
-    build = build_config(settings, **(build_overrides or {}))
+    config = LifecycleConfig.from_settings(settings, placement=placement)
+    build = BuildConfig.from_settings(settings, **(build_overrides or {}))
     by_model = config.placement == "model"
     if by_model and load_engine is None:
         raise UserError("placement by the model needs a model", hint="pass --model, or --placement embedding")
     started = time.perf_counter()
     db_path, timeout = settings.db_path, settings.lock_timeout_s
-    with BuildLock(db_path):
+    with BuildLock(db_path), RegistryLock(db_path, "tree update", wait_s=timeout):
         with connect(db_path, lock_timeout_s=timeout) as con:
             base = load_tree(con, base_id) if base_id is not None else load_active_tree(con)
             record = get_build(con, base.build_id)

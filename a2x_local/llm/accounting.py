@@ -8,16 +8,16 @@ from typing import Any
 
 from rich.table import Table
 
+from a2x_local.costs import Cost
+
 
 @dataclass
-class CallStats:
-    """Totals for one call type. ``calls`` counts every attempt sent to a model, retries included; ``cached``
-    counts answers read from the answer cache instead (never sent), and the ``cached_*`` tokens what they saved;
-    ``prefix_cached_tokens`` the prompt tokens the engine served from its prefix cache (engines that report it)."""
+class CallStats(Cost):
+    """Totals for one call type: the `Cost` (``calls`` counts every attempt sent to a model, retries included) and
+    what went wrong or was saved: ``cached`` counts answers read from the answer cache instead (never sent), and
+    the ``cached_*`` tokens what they saved; ``prefix_cached_tokens`` the prompt tokens the engine served from its
+    prefix cache (engines that report it)."""
 
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     failures: int = 0
     retries: int = 0
     seconds: float = 0.0
@@ -32,10 +32,6 @@ class CallStats:
 
     def __sub__(self, other: CallStats) -> CallStats:
         return CallStats(**{item.name: getattr(self, item.name) - getattr(other, item.name) for item in fields(self)})
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 @dataclass

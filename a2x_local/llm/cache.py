@@ -42,10 +42,6 @@ class CacheConfig(SectionConfig):
     keep_days: int = Field(ge=0)
 
 
-def cache_config(settings: Settings, **overrides: Any) -> CacheConfig:
-    return CacheConfig.from_settings(settings, **overrides)
-
-
 def engine_identity(engine: Engine) -> dict[str, Any]:
     """What decides an engine's answers besides the request: its description without the settings that do not,
     plus the chat template's arguments and a signature of the weights' files (replaced weights: a new model)."""
@@ -85,9 +81,10 @@ class CachedAnswer:
 
 
 class AnswerCache:
-    """The `llm_cache` table of one registry file."""
+    """The `llm_cache` table of one registry file (``lock_timeout_s``: `settings.lock_timeout_s`; None, the packaged
+    one)."""
 
-    def __init__(self, db_path: Path, *, lock_timeout_s: float = 30.0) -> None:
+    def __init__(self, db_path: Path, *, lock_timeout_s: float | None = None) -> None:
         self.db_path = Path(db_path)
         self.lock_timeout_s = lock_timeout_s
 
@@ -215,6 +212,6 @@ class CachedEngine(Engine):
 def with_answer_cache(engine: Engine, settings: Settings, *, read: bool = True) -> Engine:
     """``engine`` with the registry file's answer cache when `[cache] enabled`; ``read`` False (`--no-cache`):
     every prompt goes to the model, and its answers replace the cached ones."""
-    if not cache_config(settings).enabled or isinstance(engine, CachedEngine):
+    if not CacheConfig.from_settings(settings).enabled or isinstance(engine, CachedEngine):
         return engine
     return CachedEngine(engine, AnswerCache(settings.db_path, lock_timeout_s=settings.lock_timeout_s), read=read)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from a2x_local.errors import UserError
 from a2x_local.llm.constraints import StructuredBackend
+from a2x_local.llm.engines import engine_names
 from a2x_local.settings import SectionConfig, validation_problems
 
-EngineName = Literal["vllm", "transformers", "openai"]
-ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
+# The name of a registered engine (llm/engines.py): the built-in vllm, transformers, openai, or one added later.
+EngineName = str
 
 
 class OpenAIConfig(SectionConfig):
@@ -57,6 +58,13 @@ class EngineConfig(SectionConfig):
     chat_template_kwargs: dict[str, Any]
     openai: OpenAIConfig
     transformers: TransformersConfig
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in engine_names():
+            raise ValueError(f"unknown engine '{name}' (one of: {', '.join(engine_names())})")
+        return name
 
 
 _NESTED = {"openai": set(OpenAIConfig.model_fields), "transformers": set(TransformersConfig.model_fields)}

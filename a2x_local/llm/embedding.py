@@ -136,7 +136,9 @@ def _st_folder(path: Path, spec: str, aliases: Sequence[str] = (BUILTIN_MINILM,)
             hint=f"give an alias ({', '.join(aliases)}; more in [retrieval.embedding_models]) or the path of a "
                  "local sentence-transformers model (a folder with modules.json)")
     if not any((path / marker).is_file() for marker in _MODEL_MARKERS) and not (path / "config.json").is_file():
-        raise UserError(f"{path}: not a sentence-transformers model folder (no modules.json or config.json)")
+        raise UserError(f"{path}: not a sentence-transformers model folder (no modules.json or config.json)",
+                        hint="a sentence-transformers model folder holds modules.json (or config.json) beside its"
+                             " weights; give another folder or an alias")
     return path.resolve()
 
 
@@ -218,7 +220,9 @@ def _load(path: str, device: str) -> Any:
     try:
         return SentenceTransformer(path, device=device, local_files_only=True)
     except Exception as exc:  # any loader failure becomes one readable message
-        raise UserError(f"{path}: cannot load the embedding model: {exc}") from exc
+        raise UserError(f"{path}: cannot load the embedding model: {exc}",
+                        hint="check the folder with its own library (sentence-transformers), or use a built-in alias"
+                             " such as all-MiniLM-L6-v2") from exc
 
 
 class SentenceTransformerEmbedding:

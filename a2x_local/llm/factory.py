@@ -1,4 +1,4 @@
-"""`make_engine`: from settings and `EngineOptions` to a ready engine.
+"""`make_engine`: from settings and `EngineOptions` to a ready engine of the kind registered under its name.
 
 Precedence, lowest first: the `[engine]` table (packaged defaults, then user config files), the model alias's
 recommendations (its `[models.NAME]` table), then the options (command-line flags). Options left None are ignored.
@@ -11,6 +11,7 @@ from typing import Any
 from a2x_local.errors import UserError
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig, engine_config, nest_overrides
+from a2x_local.llm.engines import engine_kind
 from a2x_local.llm.model_check import ModelCheck, check_model
 from a2x_local.llm.models import ModelRef, resolve_model
 from a2x_local.llm.options import EngineOptions
@@ -22,14 +23,15 @@ def engine_settings(settings: Settings, options: EngineOptions | None = None, *,
     """The resolved model and the merged, validated engine settings (no model is loaded).
 
     ``extra``: further `[engine]` / `[engine.openai]` / `[engine.transformers]` keys (``batch_size=4``).
-    ``must_exist``: whether a path that is not an alias must exist (default: unless the engine is openai).
+    ``must_exist``: whether a path that is not an alias must exist (default: when the engine loads the model
+    itself, not for a server's model).
     """
     options = options or EngineOptions()
     base = settings.section("engine")
     flags = nest_overrides({**options.table_overrides(), **extra, "name": options.engine_name})
-    name = flags.get("name") or base["name"]
+    kind = engine_kind(flags.get("name") or base["name"])
     if must_exist is None:
-        must_exist = name != "openai"
+        must_exist = kind.local_model
     ref = resolve_model(settings, options.model or base["model"], must_exist=must_exist)
     merged = deep_merge(deep_merge(base, ref.settings), flags)
     merged["model"] = ref.label
@@ -43,21 +45,10 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
     incomplete model folders raise `UserError` before anything loads; a missing engine library names its extra.
     """
     ref, config = engine_settings(settings, options, **extra)
-    if config.name == "openai":
-        from a2x_local.llm.openai_engine import OpenAIEngine
-
-        candidates = [ref.requested, ref.alias or "", ref.entry.source if ref.entry else "", str(ref.path),
-                      ref.path.name]
-        return OpenAIEngine(config.openai, model=config.openai.served_model, candidates=candidates,
-                            max_model_len=config.max_model_len)
-    _preflight(ref, config)
-    if config.name == "transformers":
-        from a2x_local.llm.transformers_engine import TransformersEngine
-
-        return TransformersEngine(ref.path, config, model_label=ref.label)
-    from a2x_local.llm.vllm_engine import VllmEngine
-
-    return VllmEngine.shared(ref.path, config, model_label=ref.label)
+    kind = engine_kind(config.name)
+    if kind.local_model:
+        _preflight(ref, config)
+    return kind.factory(ref, config)
 
 
 def check_ref(ref: ModelRef, config: EngineConfig, *, load_tokenizer: bool = True) -> ModelCheck:

@@ -6,11 +6,12 @@ missing or truncated files and counts parameters exactly, in about a second even
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2x_local.errors import InputError
+from a2x_local.jsonfiles import parse_json, read_json, read_text
 from a2x_local.llm.models import ModelAlias, force_offline
 
 GIB = 1024**3
@@ -104,9 +105,9 @@ def _check_config(path: Path, result: ModelCheck, fetch: str) -> dict[str, Any] 
         result.problems.append(f"{config_file} is missing: the folder is not a complete model copy ({fetch}).")
         return None
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        result.problems.append(f"{config_file} is not valid JSON ({exc}): copy it again.")
+        config = read_json(config_file)
+    except InputError as exc:
+        result.problems.append(f"{exc.message}: copy it again.")
         return None
     if not isinstance(config, dict) or "model_type" not in config:
         result.problems.append(f"{config_file} has no 'model_type': it is not a transformers model config.")
@@ -134,7 +135,12 @@ def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
                                "the special tokens and usually the chat template).")
         return
     template_file = path / "chat_template.jinja"
-    config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8") or "{}")
+    try:
+        text = read_text(path / "tokenizer_config.json", empty_ok=True)
+        config = parse_json(text, None, str(path / "tokenizer_config.json")) if text.strip() else {}
+    except InputError as exc:
+        result.problems.append(f"{exc.message}: copy it again.")
+        return
     result.has_chat_template = template_file.is_file() or bool(config.get("chat_template"))
     if load:
         try:
@@ -155,9 +161,10 @@ def _check_weights(path: Path, result: ModelCheck, fetch: str) -> None:
     index_file = path / "model.safetensors.index.json"
     if index_file.is_file():
         try:
-            listed = sorted(set(json.loads(index_file.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (json.JSONDecodeError, KeyError, AttributeError) as exc:
-            result.problems.append(f"{index_file} is unreadable ({exc}): copy it again.")
+            listed = sorted(set(read_json(index_file)["weight_map"].values()))
+        except (InputError, KeyError, AttributeError, TypeError) as exc:
+            reason = exc.message if isinstance(exc, InputError) else f"{index_file} is unreadable ({exc})"
+            result.problems.append(f"{reason}: copy it again.")
             listed = []
         missing = [name for name in listed if not (path / name).is_file()]
         if missing:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.settings import Settings, deep_merge, packaged_file, validation_problems
+from a2x_local.settings import Settings, deep_merge, packaged_file, register_named_table, validation_problems
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
@@ -65,6 +65,7 @@ class ModelRef:
 
 
 ALIASES_FILE = "a2x_local/defaults/models.toml"
+register_named_table("models", ModelAlias)   # so a misspelt key of a [models."NAME"] table is named at start
 
 
 def load_aliases(settings: Settings) -> dict[str, ModelAlias]:

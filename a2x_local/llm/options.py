@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.llm.config import ENGINE_NAMES
 from a2x_local.llm.constraints import STRUCTURED_BACKENDS
+from a2x_local.llm.engines import engine_kind
 from a2x_local.settings import validation_problems
 
 
@@ -22,7 +22,8 @@ class EngineOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = Field(None, description="model alias or folder (default: `model` in [engine])")
-    engine: str | None = Field(None, description="vllm | transformers | openai (default: `name` in [engine])")
+    engine: str | None = Field(None, description="vllm | transformers | openai, or a registered engine (default: "
+                                                 "`name` in [engine])")
     base_url: str | None = Field(None, description="OpenAI-compatible server (implies engine openai)")
     max_model_len: int | None = Field(None, ge=16, description="context window in tokens")
     dtype: str | None = Field(None, description="weights' number format")
@@ -35,15 +36,16 @@ class EngineOptions(BaseModel):
     def of(cls, **values: Any) -> EngineOptions:
         """Checked options from flag values; a bad name or number is a `UserError` naming it."""
         engine, backend = values.get("engine"), values.get("structured_backend")
-        if engine is not None and engine not in ENGINE_NAMES:
-            raise UserError(f"unknown engine '{engine}'", hint=f"Use one of: {', '.join(ENGINE_NAMES)}.")
+        if engine is not None:
+            engine_kind(engine)  # an unknown name is a UserError listing the known ones
         if backend is not None and backend not in STRUCTURED_BACKENDS:
             raise UserError(f"unknown structured-output backend '{backend}'",
                             hint=f"Use one of: {', '.join(STRUCTURED_BACKENDS)}.")
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            raise UserError(f"engine options: {validation_problems(exc)}") from exc
+            raise UserError(f"engine options: {validation_problems(exc)}",
+                            hint="see `a2x-local COMMAND --help` for each flag's allowed values") from exc
 
     @property
     def engine_name(self) -> str | None:

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from a2x_local.outfiles import open_append
+
 _log_file: Path | None = None
 _announced = False
 
@@ -38,7 +40,6 @@ def engine_startup(label: str) -> Iterator[None]:
     if path is None:
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     if not _announced:
         print(f"engine start-up log: {path} (--verbose shows it here)", file=sys.stderr, flush=True)
         _announced = True
@@ -46,7 +47,7 @@ def engine_startup(label: str) -> Iterator[None]:
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     streams = sys.stdout, sys.stderr
-    with path.open("a", encoding="utf-8", buffering=1) as log:
+    with open_append(path, what="engine start-up log", buffering=1) as log:
         log.write(f"\n=== starting {label} ===\n")
         log.flush()
         os.dup2(log.fileno(), 1)

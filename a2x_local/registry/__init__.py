@@ -2,7 +2,7 @@
 Everything else in this package is private to it."""
 
 from a2x_local.registry.config import RegistryConfig
-from a2x_local.registry.formats import FORMATS, Limits
+from a2x_local.registry.formats import FORMATS, Limits, Skipped
 from a2x_local.registry.ingest import ConflictError, IngestReport, ingest
 from a2x_local.registry.language import ScriptProfile, resolve_language, script_profile
 from a2x_local.registry.store import Registry
@@ -18,6 +18,7 @@ __all__ = [
     "RegistryConfig",
     "ScriptProfile",
     "Service",
+    "Skipped",
     "SyncRefusedError",
     "SyncReport",
     "ingest",

@@ -24,3 +24,4 @@ class RegistryConfig(SectionConfig):
     max_metadata_bytes: int = Field(ge=2)
     max_file_bytes: int = Field(ge=1)
     max_json_depth: int = Field(ge=2, le=500)
+    allow_lookalikes: bool

@@ -110,7 +110,8 @@ class Registry:
         found = self.get_many(ids)
         missing = [service_id for service_id in dict.fromkeys(ids) if service_id not in found]
         if missing:
-            raise UserError(f"no service with id {', '.join(repr(m) for m in missing)}; nothing removed")
+            raise UserError(f"no service with id {', '.join(repr(m) for m in missing)}; nothing removed",
+                            hint="`a2x-local services list` shows the ids")
         self.con.execute("DELETE FROM services WHERE id IN (SELECT unnest(?))", [list(ids)])
         return len(set(ids))
 

@@ -16,8 +16,8 @@ from typing import Any
 import duckdb
 
 from a2x_local.errors import UserError
-from a2x_local.registry.formats import Limits
-from a2x_local.registry.ingest import Change, FileSummary, read_incoming, write_incoming
+from a2x_local.registry.formats import Limits, Skipped
+from a2x_local.registry.ingest import Change, FileSummary, Lookalike, read_incoming, write_incoming
 from a2x_local.registry.store import Registry
 
 
@@ -26,6 +26,8 @@ class SyncReport:
     """What a sync changed (or, refused or dry, would change)."""
 
     files: list[FileSummary] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    lookalikes: list[Lookalike] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     updated: list[Change] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -56,6 +58,8 @@ class SyncReport:
         return {
             "sync": True,
             "files": [f.__dict__ for f in self.files],
+            "skipped": [s.__dict__ for s in self.skipped],
+            "lookalikes": [s.__dict__ for s in self.lookalikes],
             "counts": self.counts(),
             "added": list(self.added),
             "updated": [c.__dict__ for c in self.updated],
@@ -85,16 +89,17 @@ class SyncRefusedError(UserError):
 
 def sync(con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, max_remove_share: float, fmt: str = "auto",
          limits: Limits | None = None, server: str | None = None, force: bool = False,
-         dry_run: bool = False) -> SyncReport:
+         dry_run: bool = False, allow_lookalikes: bool = False) -> SyncReport:
     """Make the registry hold exactly the services of ``paths``: add new ones, update changed ones, remove the rest.
 
     Reads and checks every input first (a bad entry changes nothing), then writes in one transaction.
     """
     started = datetime.now()
     registry = Registry(con)
-    incoming = read_incoming(registry, paths, fmt, limits, server)
+    incoming = read_incoming(registry, paths, fmt, limits, server, allow_lookalikes=allow_lookalikes, sync=True)
     current = registry.ids()
-    report = SyncReport(files=incoming.files, added=[s.id for s in incoming.new], updated=list(incoming.changes),
+    report = SyncReport(files=incoming.files, skipped=incoming.skipped, lookalikes=incoming.lookalikes,
+                        added=[s.id for s in incoming.new], updated=list(incoming.changes),
                         unchanged=len(incoming.unchanged), before=len(current), dry_run=dry_run, forced=force)
     report.removed = sorted(current - {s.id for s in incoming.services})
     if report.removed_share > max_remove_share and not force:

@@ -1,35 +1,57 @@
 """Search: every method (retrieval baselines in `retrieval/`, A2X descent and the LLM baselines in `llm/`) behind
 one batch interface, registered by name. Everything else in this package is private to it."""
 
+from a2x_local.search.llm.descent import option_services
+from a2x_local.search.llm.positions import NONE
 from a2x_local.search.llm.tree_api import descend_tree, tree_search
 from a2x_local.search.methods import (
     MethodSpec,
+    ModeError,
     ProgressFactory,
+    check_mode,
     make_method,
+    make_retriever,
     method_names,
     method_spec,
     parse_option_pairs,
+    register_method,
 )
 from a2x_local.search.retrieval.indexing import build_indexes
 from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_fusion
-from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
+from a2x_local.search.types import (
+    MODES,
+    Hit,
+    SearchAnswer,
+    SearchCost,
+    SearchMethod,
+    SearchRequest,
+    check_queries,
+)
 
 __all__ = [
+    "MODES",
+    "NONE",
     "Hit",
     "LabelledQuery",
     "MethodSpec",
+    "ModeError",
     "ProgressFactory",
     "SearchAnswer",
+    "SearchCost",
     "SearchMethod",
     "SearchRequest",
     "build_indexes",
+    "check_mode",
     "check_queries",
     "clear_fusion",
     "descend_tree",
     "make_method",
+    "make_retriever",
     "method_names",
     "method_spec",
+    "option_services",
     "parse_option_pairs",
+    "register_method",
     "tree_search",
     "tune_fusion",
 ]

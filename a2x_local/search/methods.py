@@ -1,42 +1,95 @@
 """Every search method by name, so `a2x-local search` and `a2x-local eval` run any of them the same way.
 
-A method is a :class:`MethodSpec`: a name, an options model (pydantic, unknown options rejected), and a factory
-that returns a :class:`~a2x_local.search.types.SearchMethod`. Built-in methods are listed in ``_LAZY`` by the module
-attribute that holds their spec, and a module is imported only when one of its methods is asked for, so listing
-the methods (`--help`) loads nothing heavy; plug-ins and tests add theirs with `register_method`.
+A method is a :class:`MethodSpec`: a name, an options model (pydantic, unknown options rejected), a factory that
+returns a :class:`~a2x_local.search.types.SearchMethod`, and the facts callers plan by, declared rather than guessed:
+whether it needs an engine (a model), which modes it takes, and what a query costs. The search stage's own methods
+are listed in ``_LAZY`` by the module attribute that holds their spec, and a module is imported only when one of
+its methods is asked for, so listing the methods (`--help`) loads nothing heavy. Stages above search (compose) and
+plug-ins add theirs with `register_method`, from the composition root (the CLI, the server), so search never names
+a higher stage.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.search.types import SearchMethod
+from a2x_local.search.types import MODES, SearchMethod
 from a2x_local.settings import Settings, validation_problems
 
 # progress(label, total) -> advance(n); the CLI passes a rich progress bar, library callers pass nothing.
 ProgressFactory = Callable[[str, int], Callable[[int], None]]
 MethodFactory = Callable[[Settings, Path, Any, "ProgressFactory | None"], SearchMethod]
 
+# Whether a method runs a model: "required" (only with an engine), "optional" (uses one when given, runs without
+# one too: compose), "none" (retrieval).
+EngineNeed = Literal["none", "optional", "required"]
+# What one query costs, coarsely: "retrieval" (no model; milliseconds), "llm" (a few short prompts per query),
+# "llm-heavy" (one very long prompt per query: the whole catalogue). ``cost_note`` says it in words.
+CostClass = Literal["retrieval", "llm", "llm-heavy"]
+
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """How to make one search method and what it accepts."""
+    """How to make one search method, what it accepts, and the facts callers plan by (declared, never guessed)."""
 
     name: str
     summary: str
     options: type[BaseModel]
     factory: MethodFactory
-    modes: tuple[str, ...] = ()     # LLM methods: accepted SearchRequest.mode values (empty: none)
+    engine: EngineNeed = field(kw_only=True)
+    cost: CostClass = field(kw_only=True)
+    cost_note: str = field(default="", kw_only=True)
+    modes: tuple[str, ...] = field(default=(), kw_only=True)   # accepted SearchRequest.mode values (empty: none)
+    # For engine "optional": the options under which the method runs without a model and never starts one (a
+    # server without --model builds it with these).
+    engine_free: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+
+    @property
+    def needs_engine(self) -> bool:
+        return self.engine == "required"
+
+    @property
+    def takes_engine(self) -> bool:
+        """Whether the method accepts a running engine (``engine=`` option)."""
+        return self.engine != "none"
+
+    def check_mode(self, mode: str | None, *, default: str | None = None, role: str = "method") -> str | None:
+        """``mode`` (or ``default`` when it is None) if this method takes it; see `check_mode`."""
+        return check_mode(self.name, self.modes, mode, default=default, role=role)
 
 
-# name -> "module:ATTRIBUTE" of a MethodSpec, imported on first use. Stages add their methods here.
+class ModeError(UserError):
+    """A request's mode that its method does not take. One type, one code ("BadMode"), wherever it is checked:
+    the CLI turns it into a usage error (exit 2) while it parses flags, the HTTP API into a 400, MCP into a tool
+    error naming the code."""
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message, hint=hint, code="BadMode")
+
+
+def check_mode(method: str, modes: Iterable[str], mode: str | None, *, default: str | None = None,
+               role: str = "method") -> str | None:
+    """The mode a request runs with: ``mode``, or ``default`` when it gives none; a mode ``method`` does not take
+    (``modes``; ``role`` names the method in the message, e.g. "step method") raises `ModeError`."""
+    chosen = mode if mode is not None else default
+    accepted = tuple(modes)
+    if chosen is None or chosen in accepted:
+        return chosen
+    listed = ", ".join(accepted) if accepted else "none (it has no modes)"
+    what = f"unknown search mode '{chosen}'" if chosen not in MODES else f"mode '{chosen}' not accepted"
+    hint = (f"choose one of: {', '.join(accepted)}" if accepted else
+            "leave out the mode, or pick a method that has modes (an LLM method such as a2x)")
+    raise ModeError(f"{what}: {role} '{method}' accepts the modes: {listed}", hint=hint)
+
+
+# name -> "module:ATTRIBUTE" of a MethodSpec of this stage, imported on first use.
 _SPECS: dict[str, MethodSpec] = {}
 _LAZY: dict[str, str] = {
     "dense": "a2x_local.search.retrieval.methods:DENSE_SPEC",
@@ -46,12 +99,12 @@ _LAZY: dict[str, str] = {
     "a2x+rescue": "a2x_local.search.llm.methods:RESCUE_SPEC",
     "full": "a2x_local.search.llm.methods:FULL_SPEC",
     "select": "a2x_local.search.llm.methods:SELECT_SPEC",
-    "compose": "a2x_local.compose:COMPOSE_SPEC",   # another stage's method: named through its package
 }
 
 
 def register_method(spec: MethodSpec, *, replace: bool = False) -> None:
-    """Add a method at run time (plug-ins, tests)."""
+    """Add a method at run time: another stage's (from the composition root), a plug-in's, a test's; a name that
+    is taken needs ``replace`` (a composition root that may run twice in one process passes it)."""
     if spec.name in _SPECS and not replace:
         raise ValueError(f"search method '{spec.name}' is already registered")
     _SPECS[spec.name] = spec
@@ -62,11 +115,13 @@ def unregister_method(name: str) -> None:
 
 
 def method_names() -> list[str]:
+    """Every method this process can make: this stage's and those registered."""
     return sorted(set(_SPECS) | set(_LAZY))
 
 
-def method_spec(name: str) -> MethodSpec:
-    """The spec of a method by name; an unknown name is a user error listing the known ones."""
+def method_spec(name: str, *, offered: Iterable[str] | None = None) -> MethodSpec:
+    """The spec of a method by name; an unknown name is a user error listing ``offered`` (default: every method
+    this process can make; a caller that can run fewer, a server without a model, names those)."""
     if name not in _SPECS and name in _LAZY:
         module_name, _, attribute = _LAZY[name].partition(":")
         spec = getattr(importlib.import_module(module_name), attribute)
@@ -74,7 +129,9 @@ def method_spec(name: str) -> MethodSpec:
             raise TypeError(f"{_LAZY[name]} is not a MethodSpec")
         _SPECS[name] = spec
     if name not in _SPECS:
-        raise UserError(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(method_names())}")
+        listed = method_names() if offered is None else list(offered)
+        raise UserError(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(listed)}",
+                        code="UnknownMethod")
     return _SPECS[name]
 
 

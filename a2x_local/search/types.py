@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
+from a2x_local.costs import AnswerCost
 from a2x_local.errors import UserError
+from a2x_local.text import check_text
 
 EMPTY_QUERY_HINT = 'say what the agent needs, e.g. a2x-local search "convert currencies"'
+# Every selection mode an LLM method may take (a method's spec says which it does): everything that could help,
+# what the task needs, the single best service.
+Mode = Literal["get_all", "get_important", "get_one"]
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)
@@ -29,19 +35,21 @@ class Hit:
     path: list[str] = field(default_factory=list)
 
 
+@dataclass(kw_only=True)
+class SearchCost(AnswerCost):
+    """What one search cost (`AnswerCost`: calls, tokens, rounds), and what its model was shown and could answer."""
+
+    candidates_shown: int = 0
+    capped: int = 0               # answers that filled a cap below the list offered: possible silent cuts
+
+
 @dataclass
-class SearchAnswer:
+class SearchAnswer(SearchCost):
     """A method's answer to one query, with what it cost."""
 
     query: str
     hits: list[Hit]
     ranked: bool
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    rounds: int = 0
-    candidates_shown: int = 0
-    capped: int = 0               # answers that filled a cap below the list offered: possible silent cuts
     seconds: float = 0.0
     trace: dict[str, Any] | None = None
     error: str | None = None
@@ -63,9 +71,11 @@ class SearchMethod(Protocol):
 
 
 def check_queries(queries: Sequence[str]) -> None:
-    """Refuse an empty (or blank) query before any work: every method's search_batch calls this, and so does the
-    CLI before it loads a method. The error names the query's position when a batch holds several."""
+    """Refuse an empty (or blank) query, or one that is not valid text (`a2x_local.text`), before any work: every
+    method's search_batch calls this, and so does the CLI before it loads a method. The error names the query's
+    position when a batch holds several."""
     for number, query in enumerate(queries, start=1):
+        where = f" (query {number} of {len(queries)})" if len(queries) > 1 else ""
         if not query or not query.strip():
-            where = f" (query {number} of {len(queries)})" if len(queries) > 1 else ""
             raise UserError(f"the query is empty{where}", hint=EMPTY_QUERY_HINT, code="EmptyQuery")
+        check_text(query, f"the query{where}")

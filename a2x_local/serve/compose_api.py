@@ -50,8 +50,8 @@ class Planning:
         if query.method is not None:
             if query.method == "compose":
                 raise BadRequest("compose cannot search its own steps with compose", code="UnknownMethod",
-                                 hint="pick a step method such as hybrid, bm25 or a2x")
-            self.state.check_method(query.method)
+                                 hint=f"pick a step method: {', '.join(self.state.offered(steps=True))}")
+            self.state.check_method(query.method, steps=True)
 
     def _composer(self, snapshot: Snapshot, method: str | None) -> Any:
         """The composer for this snapshot and step method (opened once, on a worker thread)."""
@@ -65,7 +65,8 @@ class Planning:
             engine = self.state.engine
             with self.state.database():
                 composer = open_composer(self.state.runtime_settings, db_path=self.state.db_path, engine=engine,
-                                         step_method=method, decomposer=None if engine is not None else "rule")
+                                         step_method=method, decomposer=None if engine is not None else "rule",
+                                         start_engine=False)
             self._composers[key] = composer
             return composer
 

@@ -31,6 +31,7 @@ from a2x_local.serve.views import (
     search_result,
 )
 from a2x_local.taxonomy import Tree
+from a2x_local.text import check_text, printable
 
 if TYPE_CHECKING:
     from a2x_local.serve.metrics import Metrics
@@ -80,7 +81,9 @@ class Discovery:
 
     def check_limits(self, text: str, k: int | None, *, what: str = "query",
                      example: str = "'convert currencies'") -> None:
-        """A request's text and k within the server's limits (400 otherwise): searches and plans alike."""
+        """A request's text and k within the server's limits (400 otherwise): searches and plans alike. The text is
+        valid Unicode without control characters (`check_text`: 400 BadText naming the field)."""
+        check_text(text, what, error=BadRequest)
         if not text.strip():
             raise BadRequest(f"the {what} is empty", hint=f"say what the agent needs, e.g. {example}",
                              code="EmptyQuery")
@@ -89,18 +92,15 @@ class Discovery:
                              f"{self.config.max_query_chars:,}", hint="shorten it to what the agent needs",
                              code="QueryTooLong")
         if k is not None and not 1 <= k <= self.config.max_k:
-            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK")
+            raise BadRequest(f"k must be between 1 and {self.config.max_k}", code="BadK",
+                             hint=f"ask for 1 to {self.config.max_k} results ([serve] max_k sets the most)")
 
     def check(self, query: SearchQuery) -> tuple[str, str | None]:
         """The method and mode the query will run with; anything outside the limits is refused (400)."""
         self.check_limits(query.query, query.k)
         name = query.method or self.config.default_method
         self.state.check_method(name)
-        modes = method_spec(name).modes
-        if query.mode is not None and query.mode not in modes:
-            accepted = ", ".join(modes) if modes else "none (it has no modes)"
-            raise BadRequest(f"method '{name}' does not take mode '{query.mode}'", hint=f"modes: {accepted}",
-                             code="BadMode")
+        method_spec(name).check_mode(query.mode)    # a ModeError: 400 BadMode
         return name, query.mode
 
     async def search(self, query: SearchQuery) -> SearchResult:
@@ -112,7 +112,7 @@ class Discovery:
             method = await self._blocking(lambda: self.state.method(name, snapshot))
         request = SearchRequest(query.query.strip(), k=query.k, mode=mode)
         with counted(self.metrics, name, failure="the search failed", code="SearchFailed"):
-            llm = self.state.needs_model(name)
+            llm = self.state.uses_engine(name)
             concurrency = self.config.llm_batch_concurrency if llm else self.config.retrieval_batch_concurrency
             scope = self.state.participant if llm else None
             answer = await self.batcher.search(method, request, self.config.request_timeout_s, concurrency, scope)
@@ -124,37 +124,49 @@ class Discovery:
                              trace=query.trace)
 
     async def search_many(self, queries: list[SearchQuery]) -> list[SearchResult]:
-        """Several searches in one call (bounded); all are checked before any runs."""
+        """Several searches in one call (bounded); one that fails its checks or its search is an error in its own
+        slot, and the others are answered."""
         if not queries:
             raise BadRequest("no searches given", hint='send {"requests": [{"query": "..."}]}', code="EmptyBatch")
         if len(queries) > self.config.max_requests_per_call:
             raise BadRequest(f"{len(queries)} searches in one call; this server accepts at most "
                              f"{self.config.max_requests_per_call}", hint="split them over several calls",
                              code="BatchTooLarge")
-        for query in queries:
-            self.check(query)
-        outcomes = await asyncio.gather(*(self.search(query) for query in queries), return_exceptions=True)
+        refused: dict[int, A2XError] = {}
+        for index, query in enumerate(queries):
+            try:
+                self.check(query)
+            except A2XError as exc:   # a bad request is an error in its own slot: the others still run
+                refused[index] = exc
+        outcomes = await asyncio.gather(*(self._refused(refused[index]) if index in refused else self.search(query)
+                                          for index, query in enumerate(queries)), return_exceptions=True)
         results = []
-        for query, outcome in zip(queries, outcomes, strict=True):
+        for index, (query, outcome) in enumerate(zip(queries, outcomes, strict=True)):
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
                     raise outcome
                 # One search failing leaves the others' answers standing: its own result carries the error.
                 message = outcome.message if isinstance(outcome, A2XError) else "the search failed"
+                if index in refused:
+                    message = f"requests[{index}]: {message}"
                 name = query.method or self.config.default_method
-                outcome = SearchResult(method=name, mode=query.mode, query=query.query, hits=[], ranked=False,
-                                       error=message)
+                outcome = SearchResult(method=name, mode=query.mode, query=printable(query.query), hits=[],
+                                       ranked=False, error=message)
             results.append(outcome)
         return results
 
+    @staticmethod
+    async def _refused(error: A2XError) -> SearchResult:
+        raise error
+
     def methods(self) -> list[MethodInfo]:
+        """Every method, with its declared facts and whether this server can run it."""
         infos = []
         for name in method_names():
             spec = method_spec(name)
-            llm = self.state.needs_model(name)
-            infos.append(MethodInfo(name=name, summary=spec.summary, llm=llm,
-                                    available=not llm or self.state.engine is not None, modes=list(spec.modes),
-                                    default=name == self.config.default_method))
+            infos.append(MethodInfo(name=name, summary=spec.summary, llm=spec.needs_engine, engine=spec.engine,
+                                    available=self.state.can_run(spec), modes=list(spec.modes), cost=spec.cost,
+                                    cost_note=spec.cost_note, default=name == self.config.default_method))
         return infos
 
     # --- the tree and the services --------------------------------------------------------------------------------
@@ -202,10 +214,14 @@ class Discovery:
         except A2XError as exc:
             raise Unavailable(exc.message, hint=exc.hint) from exc
         engine = self.state.engine.describe() if self.state.engine is not None else None
-        return Health(status="ok", services=len(snapshot.services), tree=snapshot.build_id,
-                      tree_stale=snapshot.tree_is_stale, generation=snapshot.generation, engine=engine,
-                      methods=[info.name for info in self.methods() if info.available],
-                      problems=dict(self.state.problems))
+        problems = dict(self.state.problems)
+        degraded = self.state.degraded
+        if degraded is not None:    # serving the snapshot it holds, though the file under it cannot be read
+            problems["registry"] = degraded
+        return Health(status="ok" if degraded is None else "degraded", services=len(snapshot.services),
+                      tree=snapshot.build_id, tree_stale=snapshot.tree_is_stale, generation=snapshot.generation,
+                      engine=engine, methods=[info.name for info in self.methods() if info.available],
+                      problems=problems)
 
     def state_numbers(self) -> dict[str, Any]:
         """For the metrics: what the served snapshot holds (nothing is read from the database)."""

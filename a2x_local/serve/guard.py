@@ -47,6 +47,19 @@ def check_bind(host: str, token: str | None, insecure: bool) -> None:
                          "trusted; the default 127.0.0.1 needs neither", code="UnsafeBind")
 
 
+def mcp_host_patterns(host: str) -> tuple[list[str], list[str]]:
+    """(Host, Origin) patterns the MCP SDK's DNS-rebinding check accepts on a loopback bind: the loopback names and
+    the address the server was started on (``--host 127.0.0.2``: the SDK's own default knows only 127.0.0.1,
+    localhost and ::1, and answered 421 to every /mcp request on any other loopback address)."""
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    bound = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
+    if bound not in names:
+        names.append(bound)
+    hosts = [pattern for name in names for pattern in (name, f"{name}:*")]
+    origins = [pattern for name in names for pattern in (f"http://{name}", f"http://{name}:*")]
+    return hosts, origins
+
+
 def _host_name(value: str) -> str:
     """The name of a Host header, without the port (IPv6 literals keep no brackets)."""
     if value.startswith("["):

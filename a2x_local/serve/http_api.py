@@ -25,7 +25,7 @@ from a2x_local.errors import A2XError
 from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.errors import status_of
-from a2x_local.serve.guard import Guard
+from a2x_local.serve.guard import Guard, mcp_host_patterns
 from a2x_local.serve.views import (
     Health,
     MethodInfo,
@@ -37,6 +37,7 @@ from a2x_local.serve.views import (
     ServiceView,
     TreeView,
 )
+from a2x_local.serve.visible import VisibleJSONResponse
 
 log = logging.getLogger("a2x_local.serve")
 STATIC = Path(str(resources.files("a2x_local.serve") / "static"))
@@ -99,19 +100,24 @@ class Timing:
 
 
 def create_app(discovery: Discovery, *, token: str | None = None, loopback_only: bool = True,
-               mcp: Any = None, planning: Planning | None = None) -> Any:
+               mcp: Any = None, planning: Planning | None = None, host: str | None = None) -> Any:
     """The ASGI application: FastAPI wrapped in the guard and the timing middleware.
 
     ``mcp``: an `MCPServer` to serve at /mcp over streamable HTTP (stateless, JSON answers), or None.
     ``planning``: the compose stage's plans at /v1/compose (built here when not given).
+    ``host``: the address the server listens on (default: `[serve]` host), accepted by /mcp's Host check.
     """
     session_manager = None
     mcp_routes: list[Any] = []
     if mcp is not None:
         from mcp.server.transport_security import TransportSecuritySettings
 
-        # On loopback the SDK checks Host and Origin itself; beyond it the token is the protection.
-        security = None if loopback_only else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        # On loopback the SDK checks Host and Origin too, accepting the address bound (``host``); beyond loopback
+        # the token is the protection.
+        hosts, origins = mcp_host_patterns(host or discovery.config.host)
+        security = (TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                              allowed_origins=origins) if loopback_only else
+                    TransportSecuritySettings(enable_dns_rebinding_protection=False))
         mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
                                           max_request_body_size=discovery.config.max_body_bytes,
                                           transport_security=security)
@@ -129,6 +135,7 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
                 await discovery.batcher.close()
 
     app = FastAPI(title="a2x-local", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  default_response_class=VisibleJSONResponse,
                   description="Service discovery for agents: search the registry, browse its category tree, read "
                               "a service. Read-only. MCP (streamable HTTP) at /mcp.")
     _install_error_handlers(app)

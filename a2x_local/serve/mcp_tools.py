@@ -22,6 +22,7 @@ from a2x_local.errors import A2XError
 from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.views import NodeView, SearchQuery, SearchResult, ServiceView
+from a2x_local.serve.visible import visible
 
 INSTRUCTIONS = """\
 This server finds the services (MCP tools and servers, A2A agents, skills, APIs) registered in an offline \
@@ -62,15 +63,17 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 async def _answer(work: Any) -> Any:
     """The operation's answer; a user-facing error becomes a tool error the model can read and act on."""
     try:
-        return await work
+        return visible(await work)    # bidi controls in names shown as <U+202E> (visible.py)
     except A2XError as exc:
-        raise ToolError(f"{exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
+        # The code leads, as the HTTP API's "error" field does, so an agent can tell errors apart without parsing.
+        raise ToolError(f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")) from exc
 
 
 def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them)."""
     config = discovery.config
-    names = [info.name for info in discovery.methods() if info.available]
+    names = discovery.state.offered()
+    step_names = discovery.state.offered(steps=True)
     # WARNING: the SDK configures the root logger at this level, and INFO would log every HTTP request made.
     server = MCPServer("a2x-local", title="a2x-local service discovery", instructions=INSTRUCTIONS,
                        version=__version__, log_level="WARNING")
@@ -92,7 +95,8 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     async def compose_plan(
         request: Annotated[str, Field(min_length=1, max_length=config.max_query_chars,
                                       description="The whole task, in words.")],
-        method: Annotated[str | None, Field(description=f"Step search method, one of: {', '.join(names)}.")] = None,
+        method: Annotated[str | None,
+                          Field(description=f"Step search method, one of: {', '.join(step_names)}.")] = None,
         k: Annotated[int | None, Field(ge=1, le=config.max_k, description="Candidates per step.")] = None,
     ) -> Plan:
         return await _answer(planning.plan(ComposeQuery(request=request, method=method, k=k)))
@@ -131,4 +135,4 @@ async def _resource(work: Any) -> str:
         view = await work
     except A2XError as exc:
         raise ResourceError(exc.message) from exc
-    return json.dumps(view.model_dump(mode="json"), ensure_ascii=False)
+    return json.dumps(visible(view).model_dump(mode="json"), ensure_ascii=False)

@@ -14,7 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from a2x_local.compose import COMPOSE_SPEC
 from a2x_local.llm import Engine, EngineOptions, make_engine
+from a2x_local.search import register_method
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.compose_api import Planning
 from a2x_local.serve.config import ServeConfig
@@ -64,6 +66,8 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
+    # A composition root: the search stage knows only its own methods; compose's joins them here.
+    register_method(COMPOSE_SPEC, replace=True)
     # The lambdas read `shared` and `discovery` when /metrics is scraped, after both are set below.
     metrics = Metrics(usage=lambda: shared.usage if shared is not None else None,
                       state=lambda: discovery.state_numbers())
@@ -87,13 +91,9 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | No
     return Server(state, discovery, planning, build_mcp(discovery, planning))
 
 
-def _config(settings: Settings, options: ServeOptions) -> ServeConfig:
-    return ServeConfig.from_settings(settings, host=options.host, port=options.port)
-
-
 def serve_http(settings: Settings, options: ServeOptions) -> None:
     """Serve the HTTP API, the page and MCP at /mcp until interrupted (SIGINT/SIGTERM stop it cleanly)."""
-    config = _config(settings, options)
+    config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     check_bind(config.host, options.token, options.insecure)
     import uvicorn
 
@@ -103,7 +103,7 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     server = build_server(settings, config, engine_options=options.engine)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning)
+                         mcp=server.mcp, planning=server.planning, host=config.host)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp", settings.db_path, where, where, where)
         uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
@@ -116,12 +116,14 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     """Serve MCP over this process's stdin/stdout (a desktop or IDE agent starts it as a subprocess)."""
     import anyio
 
-    config = _config(settings, options)
+    from a2x_local.serve.stdio import run_stdio
+
+    config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
     with stdout_to_stderr():  # engine start-up and library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine)
     try:
-        anyio.run(server.mcp.run_stdio_async)
+        anyio.run(run_stdio, server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
     finally:
         server.close()
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import duckdb
 
-from a2x_local.db import connect_when_free
-from a2x_local.errors import UserError
+from a2x_local.db import connect_when_free, translate
+from a2x_local.errors import A2XError, UserError
 from a2x_local.registry import Registry, Service
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
 
@@ -96,11 +96,29 @@ def read_only(db_path: Path, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnec
                                 busy=f"{db_path}: another process holds the registry database",
                                 hint="the server keeps answering from the snapshot it has")
     except duckdb.Error as exc:
-        raise UserError(f"{db_path}: cannot read the registry database: {exc}") from exc
+        raise unreadable(db_path, exc) from exc
     try:
         yield con
+    except duckdb.Error as exc:
+        raise unreadable(db_path, exc) from exc
     finally:
         con.close()
+
+
+def unreadable(db_path: Path, exc: duckdb.Error) -> A2XError:
+    """What a failed read of the file under the server means: damaged blocks, a DuckDB file of another program (no
+    registry tables), or another failure; the server keeps answering from the snapshot it has."""
+    error = translate(exc, db_path)
+    if error is not None:
+        return error
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, duckdb.CatalogException):
+        return UserError(f"{db_path}: not an a2x-local registry any more ({first}): the file was replaced by another"
+                         " database", hint="put the registry file back (the server keeps answering from the snapshot"
+                                           " it has)", code="ForeignDatabase")
+    return UserError(f"{db_path}: cannot read the registry database: {first}",
+                     hint="check the database file the server was started with (--db); it keeps answering from"
+                          " the snapshot it has")
 
 
 def read_identity(con: duckdb.DuckDBPyConnection) -> Identity:

@@ -18,13 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
+from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
-from a2x_local.search import SearchMethod, make_method, method_names, method_spec
+from a2x_local.search import MethodSpec, SearchMethod, make_method, method_names, method_spec
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
 from a2x_local.serve.rounds import SharedRounds
-from a2x_local.serve.snapshot import FileStamp, Identity, Snapshot, read_identity, read_only, read_snapshot
+from a2x_local.serve.snapshot import (
+    FileStamp,
+    Identity,
+    Snapshot,
+    read_identity,
+    read_only,
+    read_snapshot,
+    unreadable,
+)
 from a2x_local.settings import Settings
 
 log = logging.getLogger("a2x_local.serve")
@@ -59,6 +70,7 @@ class ServerState:
         self._methods: dict[str, _Built] = {}
         self._failed: dict[str, tuple[Identity, Unavailable]] = {}  # method -> identity it failed on, why
         self.problems: dict[str, str] = {}
+        self.degraded: str | None = None   # why the file under the server cannot be read now (None: it can)
 
     # --- the snapshot -------------------------------------------------------------------------------------------
 
@@ -116,10 +128,21 @@ class ServerState:
                 # A writer (the nightly job) holds the file: keep serving what we have, look again next request.
                 return self.snapshot
             except A2XError as exc:
-                log.warning("registry not reloaded, serving the previous snapshot: %s", exc.message)
+                # Damaged or replaced by another database: keep serving, say so once, look again when it changes.
+                self._stamp = stamp
+                self._degrade(exc.message)
                 return self.snapshot
             self._stamp = stamp
+            if self.degraded is not None:
+                log.warning("registry readable again, degraded state over: %s", self.db_path)
+                self.degraded = None
             return self.snapshot
+
+    def _degrade(self, why: str) -> None:
+        if why != self.degraded:
+            log.warning("registry not reloaded, serving the previous snapshot (generation %d): %s",
+                        self.snapshot.generation, why)
+        self.degraded = why
 
     @property
     def runtime_settings(self) -> Settings:
@@ -132,23 +155,34 @@ class ServerState:
 
     # --- the methods ----------------------------------------------------------------------------------------------
 
-    def needs_model(self, name: str) -> bool:
-        return bool(method_spec(name).modes)
+    def can_run(self, spec: MethodSpec) -> bool:
+        """Whether this server can run the method: it needs no engine, or the server has one."""
+        return not spec.needs_engine or self.engine is not None
+
+    def uses_engine(self, name: str) -> bool:
+        """Whether the method's searches run on this server's engine (they then join its shared rounds)."""
+        return method_spec(name).takes_engine and self.engine is not None
+
+    def offered(self, *, steps: bool = False) -> list[str]:
+        """The methods this server can run (``steps``: those that may search a compose plan's steps)."""
+        names = step_method_names() if steps else method_names()
+        return [name for name in names if self.can_run(method_spec(name))]
 
     def participant(self) -> AbstractContextManager[object]:
         """Work on the engine says so (the shared rounds then know who may still join a round); a no-op without."""
         return self.engine.participant() if self.engine is not None else nullcontext()
 
-    def check_method(self, name: str) -> None:
-        """Refuse unknown methods, and LLM methods on a server without a model, before anything is built."""
-        offered = method_names()
-        if name not in offered:
+    def check_method(self, name: str, *, steps: bool = False) -> None:
+        """Refuse unknown methods, and methods that need a model on a server without one, before anything is built;
+        the hint lists only what this server can run (``steps``: as a compose step method)."""
+        offered = self.offered(steps=steps)
+        if name not in (step_method_names() if steps else method_names()):
             raise BadRequest(f"unknown search method '{name}'", hint=f"choose one of: {', '.join(offered)}",
                              code="UnknownMethod")
-        if self.needs_model(name) and self.engine is None:
+        if not self.can_run(method_spec(name)):
             raise Unavailable(f"method '{name}' needs a model, and this server runs without one",
-                              hint="start the server with --model ALIAS (see `a2x-local models list`), or use a "
-                                   "retrieval method (hybrid, dense, bm25)", code="NoModel")
+                              hint="start the server with --model ALIAS (see `a2x-local models list`), or use one of: "
+                                   f"{', '.join(offered)}", code="NoModel")
 
     def cached_method(self, name: str, snapshot: Snapshot) -> SearchMethod | None:
         built = self._methods.get(name)
@@ -172,9 +206,12 @@ class ServerState:
                 if previous is not None:
                     return previous.method
                 raise failed[1]
-            options: dict[str, Any] = {"engine": self.engine} if self.needs_model(name) else {}
+            options = self._engine_options(method_spec(name))
             try:
-                method = make_method(name, self._runtime_settings, self.db_path, **options)
+                try:
+                    method = make_method(name, self._runtime_settings, self.db_path, **options)
+                except duckdb.Error as exc:   # the file under the server failed while the method read it
+                    raise unreadable(self.db_path, exc) from exc
             except DatabaseBusyError as exc:  # passing: try again on a later request
                 if previous is not None:
                     return previous.method
@@ -194,6 +231,13 @@ class ServerState:
             self.problems.pop(name, None)
             self._failed.pop(name, None)
             return method
+
+    def _engine_options(self, spec: MethodSpec) -> dict[str, Any]:
+        """The server's one engine for a method that takes one; a method whose engine is optional, on a server
+        without one, gets the options that keep it off any model (it must never start its own here)."""
+        if spec.takes_engine and self.engine is not None:
+            return {"engine": self.engine}
+        return dict(spec.engine_free) if spec.engine == "optional" else {}
 
     def close(self) -> None:
         if self.engine is not None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.llm import clip
 from a2x_local.registry import Service
-from a2x_local.search import SearchAnswer
+from a2x_local.search import SearchAnswer, SearchCost
 from a2x_local.taxonomy import Tree, TreeNode
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
@@ -53,19 +53,16 @@ class HitView(BaseModel):
     summary: str | None = Field(None, description="The description on one line, shortened.")
 
 
-class SearchResult(BaseModel):
+class SearchResult(BaseModel, SearchCost):
+    """A search answer as the server gives it: the search's cost (`SearchCost`: calls, tokens, rounds, candidates
+    shown, capped answers), the method, and the hits with what an agent needs to choose among them."""
+
     method: str
     mode: str | None = None
     tree: int | None = Field(None, description="Build id of the tree searched (LLM tree methods).")
     query: str
     hits: list[HitView]
     ranked: bool
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    rounds: int = 0
-    candidates_shown: int = 0
-    capped: int = 0
     seconds: float = 0.0
     trace: dict[str, Any] | None = None
     error: str | None = None
@@ -131,11 +128,18 @@ class ServiceView(BaseModel):
 
 
 class MethodInfo(BaseModel):
+    """A search method's declared facts (its spec) and whether this server can run it."""
+
     name: str
     summary: str
     llm: bool = Field(description="Needs a model (the server must run with --model).")
-    available: bool
+    engine: str = Field(description="Its use of a model: none, optional (uses the server's when there is one), "
+                                    "required.")
+    available: bool = Field(description="This server can run it (it needs no model, or the server has one).")
     modes: list[str]
+    cost: str = Field(description="What a query costs: retrieval (no model), llm (a few short prompts), llm-heavy (one "
+                                  "very long prompt).")
+    cost_note: str = Field(description="The cost in words.")
     default: bool
 
 
@@ -181,8 +185,6 @@ def search_result(method: str, mode: str | None, answer: SearchAnswer, services:
                             summary=one_line(service.description, chars) if service else None))
     tree = answer.trace.get("tree") if answer.trace else None
     return SearchResult(method=method, mode=(answer.trace or {}).get("mode", mode), tree=tree, query=answer.query,
-                        hits=hits, ranked=answer.ranked, prompt_tokens=answer.prompt_tokens,
-                        completion_tokens=answer.completion_tokens, calls=answer.calls, rounds=answer.rounds,
-                        candidates_shown=answer.candidates_shown, capped=answer.capped,
-                        seconds=round(answer.seconds, 6),
-                        trace=answer.trace if trace else None, error=answer.error)
+                        hits=hits, ranked=answer.ranked, seconds=round(answer.seconds, 6),
+                        trace=answer.trace if trace else None, error=answer.error,
+                        **answer.cost_values(SearchCost))

@@ -1,14 +1,14 @@
 """The category tree: building it with a model, storing versions of it, importing and exporting it.
 Everything else in this package is private to it."""
 
-from a2x_local.taxonomy.config import build_config
+from a2x_local.taxonomy.build.report import summary_rows
+from a2x_local.taxonomy.build.resplit import overfull_leaves, resplit_nodes
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.diff import diff_trees
 from a2x_local.taxonomy.export import to_dot, to_json
 from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
 from a2x_local.taxonomy.lock import BuildLock, DatabaseLock, build_running
-from a2x_local.taxonomy.report import summary_rows
-from a2x_local.taxonomy.resplit import overfull_leaves, resplit_nodes
-from a2x_local.taxonomy.runner import run_build
 from a2x_local.taxonomy.store import (
     activate,
     active_build_id,
@@ -23,13 +23,13 @@ from a2x_local.taxonomy.types import Tree, TreeNode
 from a2x_local.taxonomy.versions import save_version
 
 __all__ = [
+    "BuildConfig",
     "BuildLock",
     "DatabaseLock",
     "Tree",
     "TreeNode",
     "activate",
     "active_build_id",
-    "build_config",
     "build_running",
     "delete_build",
     "diff_trees",

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.settings import SectionConfig
 
 
 class BuildConfig(SectionConfig):
@@ -72,8 +72,3 @@ class BuildConfig(SectionConfig):
 
     def thresholds(self) -> dict[str, Any]:
         return self.model_dump()
-
-
-def build_config(settings: Settings, **overrides: Any) -> BuildConfig:
-    """The `[build]` section with command-line overrides (``None`` means "not given")."""
-    return BuildConfig.from_settings(settings, **overrides)

@@ -15,12 +15,12 @@ code (``root/1/2``), as for built trees.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from a2x_local.errors import InputError
+from a2x_local.errors import InputError, cut
+from a2x_local.jsonfiles import JsonLimits, read_json
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.export import FORMAT_NAME, FORMAT_VERSION
 from a2x_local.taxonomy.official import CLASS_FILE, TAXONOMY_FILE, from_official, is_official
@@ -30,26 +30,13 @@ MAX_DEPTH = 32
 MAX_NODES = 200_000
 _TEXT_LIMITS = {"name": 300, "description": 4000, "boundary": 4000, "decision_rule": 4000}
 _NODE_FIELDS = {"id", "name", "description", "boundary", "decision_rule", "keywords", "services", "children"}
+TREE_HINT = ("fix the tree file; docs/build.md (Imported trees) describes the format, and `a2x-local tree export`"
+             " writes one to compare with")
 
 
-def read_json(path: Path) -> Any:
-    """The parsed JSON of one file (a clear error for a missing, unreadable or malformed file)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
-    except IsADirectoryError:
-        raise InputError(str(path), f"a folder without {TAXONOMY_FILE}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read the file: {exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-
-
-def read_tree_file(path: Path) -> Any:
-    """The parsed tree of an import path (a clear error for a missing or malformed file).
+def read_tree_file(path: Path, limits: JsonLimits | None = None) -> Any:
+    """The parsed tree of an import path (a clear error for a missing or malformed file, or one over ``limits``:
+    default, the packaged `[registry]` limits; a tree may nest as deep as its MAX_DEPTH levels need).
 
     A folder, or a ``taxonomy.json`` of the published implementation, is read with the ``class.json`` beside it
     and converted to the nested exchange form, its warnings carried along under ``"warnings"``.
@@ -57,14 +44,17 @@ def read_tree_file(path: Path) -> Any:
     path = Path(path)
     if path.is_dir():
         path = path / TAXONOMY_FILE
-    data = read_json(path)
+    # Each tree level nests two JSON levels (a node, its children's list), below a wrapper and a node's lists.
+    limits = (limits or JsonLimits.defaults()).allowing_depth(2 * MAX_DEPTH + 4)
+    data = read_json(path, limits)
     if not is_official(data):
         return data
     class_path = path.parent / CLASS_FILE
     if not class_path.is_file():
         raise InputError(str(path), f"a tree of the A2X-registry format needs its {CLASS_FILE} beside it"
-                         f" ({class_path} not found): it holds the categories' names and descriptions")
-    root, warnings = from_official(data, read_json(class_path), source=str(path), class_source=str(class_path),
+                         f" ({class_path} not found): it holds the categories' names and descriptions",
+                         hint=TREE_HINT)
+    root, warnings = from_official(data, read_json(class_path, limits), source=str(path), class_source=str(class_path),
                                    max_depth=MAX_DEPTH, max_nodes=MAX_NODES)
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root, "imported_from": "a2x-registry",
             "warnings": warnings}
@@ -91,7 +81,7 @@ def import_tree(data: Any, known_services: Iterable[str], *, source: str = "<tre
     elif isinstance(data, dict):
         root = data
     else:
-        raise InputError(source, f"expected a JSON object, got {type(data).__name__}")
+        raise InputError(source, f"expected a JSON object, got {type(data).__name__}", hint=TREE_HINT)
     tree = _from_nested(root, source)
     unknown: dict[str, str] = {}
     for node in tree.walk():
@@ -120,33 +110,34 @@ def import_tree(data: Any, known_services: Iterable[str], *, source: str = "<tre
 
 def _check_header(data: dict, source: str) -> None:
     if data.get("format", FORMAT_NAME) != FORMAT_NAME:
-        raise InputError(source, f"format is {data.get('format')!r}, expected {FORMAT_NAME!r}", field="format")
+        raise InputError(source, f"format is {data.get('format')!r}, expected {FORMAT_NAME!r}", field="format",
+                         hint=TREE_HINT)
     if data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
         raise InputError(source, f"version {data.get('version')!r} is not supported (expected {FORMAT_VERSION})",
-                         field="version")
+                         field="version", hint=TREE_HINT)
 
 
 def _from_flat(nodes: Any, source: str) -> dict[str, Any]:
     """Nested form of a flat node list; parent links that loop or dangle are errors."""
     if not isinstance(nodes, list) or not nodes:
-        raise InputError(source, "'nodes' must be a non-empty list", field="nodes")
+        raise InputError(source, "'nodes' must be a non-empty list", field="nodes", hint=TREE_HINT)
     if len(nodes) > MAX_NODES:
-        raise InputError(source, f"more than {MAX_NODES} nodes", field="nodes")
+        raise InputError(source, f"more than {MAX_NODES} nodes", field="nodes", hint=TREE_HINT)
     by_id: dict[str, dict[str, Any]] = {}
     for index, node in enumerate(nodes):
         if not isinstance(node, dict):
-            raise InputError(source, "a node must be a JSON object", entry=index)
+            raise InputError(source, "a node must be a JSON object", entry=index, hint=TREE_HINT)
         node_id = node.get("id")
         if not isinstance(node_id, str) or not node_id:
             raise InputError(source, "every node of a flat list needs a non-empty string 'id'", entry=index,
-                             field="id")
+                             field="id", hint=TREE_HINT)
         if node_id in by_id:
-            raise InputError(source, f"node id '{node_id}' appears twice", entry=index, field="id")
+            raise InputError(source, f"node id '{node_id}' appears twice", entry=index, field="id", hint=TREE_HINT)
         by_id[node_id] = node
     roots = [n for n in nodes if n.get("parent") is None]
     if len(roots) != 1:
         raise InputError(source, f"expected exactly one node without a parent (the root), found {len(roots)}",
-                         field="parent")
+                         field="parent", hint=TREE_HINT)
     nested = {n["id"]: {k: v for k, v in n.items() if k != "parent"} | {"children": []} for n in nodes}
     for node in nodes:
         if node.get("parent") in nested:
@@ -168,7 +159,7 @@ def _from_flat(nodes: Any, source: str) -> dict[str, Any]:
     for node in nodes:
         if node.get("children"):
             raise InputError(source, "flat nodes name their parent; 'children' is not allowed", entry=node["id"],
-                             field="children")
+                             field="children", hint=TREE_HINT)
     if too_deep is not None:
         names = []
         current = by_id[too_deep]
@@ -176,7 +167,7 @@ def _from_flat(nodes: Any, source: str) -> dict[str, Any]:
             names.append(current.get("name", "?"))
             current = by_id[current["parent"]]
         raise InputError(source, f"the tree is deeper than {MAX_DEPTH} levels",
-                         entry=" > ".join(["root", *map(str, reversed(names))]))
+                         entry=" > ".join(["root", *map(str, reversed(names))]), hint=TREE_HINT)
     return root
 
 
@@ -189,10 +180,10 @@ def _raise_unreached(node: dict[str, Any], by_id: dict[str, dict[str, Any]], sou
         parent = current["parent"]          # not None: only the root has none, and the root is reached
         if parent not in by_id:
             raise InputError(source, f"parent '{parent}' of node '{current['id']}' does not exist",
-                             entry=current["id"], field="parent")
+                             entry=current["id"], field="parent", hint=TREE_HINT)
         if parent in on_path:
             loop = " -> ".join([*seen[seen.index(parent):], parent])
-            raise InputError(source, f"cycle in parent links: {loop}", entry=node["id"], field="parent")
+            raise InputError(source, f"cycle in parent links: {loop}", entry=node["id"], field="parent", hint=TREE_HINT)
         seen.append(parent)
         on_path.add(parent)
         current = by_id[parent]
@@ -206,31 +197,32 @@ def _from_nested(root: Any, source: str) -> Tree:
     while stack:
         data, node_id, parent, depth, where = stack.pop()
         if not isinstance(data, dict):
-            raise InputError(source, f"a node must be a JSON object, got {type(data).__name__}", entry=where)
+            raise InputError(source, f"a node must be a JSON object, got {type(data).__name__}", entry=where,
+                             hint=TREE_HINT)
         if id(data) in seen_objects:
             raise InputError(source, "the same node object appears twice (a cycle or a shared subtree)",
-                             entry=where)
+                             entry=where, hint=TREE_HINT)
         seen_objects.add(id(data))
         explicit = data.get("id")
         if explicit is not None:
             if not isinstance(explicit, str | int):
-                raise InputError(source, "'id' must be a string", entry=where, field="id")
+                raise InputError(source, "'id' must be a string", entry=where, field="id", hint=TREE_HINT)
             if str(explicit) in seen_ids:
                 raise InputError(source, f"node id '{explicit}' appears twice (first at {seen_ids[str(explicit)]});"
                                  " a node may have one parent only, and a repeated id would make a cycle",
-                                 entry=where, field="id")
+                                 entry=where, field="id", hint=TREE_HINT)
             seen_ids[str(explicit)] = where
         if depth > MAX_DEPTH:
-            raise InputError(source, f"the tree is deeper than {MAX_DEPTH} levels", entry=where)
+            raise InputError(source, f"the tree is deeper than {MAX_DEPTH} levels", entry=where, hint=TREE_HINT)
         if len(nodes) >= MAX_NODES:
-            raise InputError(source, f"more than {MAX_NODES} nodes")
+            raise InputError(source, f"more than {MAX_NODES} nodes", hint=TREE_HINT)
         node = _node(data, node_id, parent, depth, where, source)
         nodes[node_id] = node
         if parent is not None:
             nodes[parent].children.append(node_id)
         children = data.get("children", [])
         if not isinstance(children, list):
-            raise InputError(source, "'children' must be a list", entry=where, field="children")
+            raise InputError(source, "'children' must be a list", entry=where, field="children", hint=TREE_HINT)
         for position, child in reversed(list(enumerate(children, start=1))):
             label = child.get("name", "?") if isinstance(child, dict) else "?"
             stack.append((child, child_id(node_id, position), node_id, depth + 1, f"{where} > {label}"))
@@ -240,25 +232,29 @@ def _from_nested(root: Any, source: str) -> Tree:
 def _node(data: dict, node_id: str, parent: str | None, depth: int, where: str, source: str) -> TreeNode:
     unknown = sorted(set(data) - _NODE_FIELDS - {"parent"})
     if unknown:
-        raise InputError(source, f"unknown field(s) {unknown}; a node has {sorted(_NODE_FIELDS)}", entry=where)
+        shown = [cut(name, 60) for name in unknown[:5]] + ([f"{len(unknown) - 5} more"] if len(unknown) > 5 else [])
+        raise InputError(source, f"unknown field(s) {shown}; a node has {sorted(_NODE_FIELDS)}", entry=where,
+                         hint=TREE_HINT)
     texts = {}
     for key, limit in _TEXT_LIMITS.items():
         value = data.get(key, "" if key in ("boundary", "decision_rule") else None)
         if value is None:
-            raise InputError(source, f"missing '{key}'", entry=where, field=key)
+            raise InputError(source, f"missing '{key}'", entry=where, field=key, hint=TREE_HINT)
         if not isinstance(value, str):
-            raise InputError(source, f"'{key}' must be a string", entry=where, field=key)
+            raise InputError(source, f"'{key}' must be a string", entry=where, field=key, hint=TREE_HINT)
         if len(value) > limit:
-            raise InputError(source, f"'{key}' is longer than {limit} characters", entry=where, field=key)
+            raise InputError(source, f"'{key}' is longer than {limit} characters", entry=where, field=key,
+                             hint=TREE_HINT)
         texts[key] = value.strip()
     if not texts["name"]:
-        raise InputError(source, "'name' must not be empty", entry=where, field="name")
+        raise InputError(source, "'name' must not be empty", entry=where, field="name", hint=TREE_HINT)
     services = data.get("services", [])
     if not isinstance(services, list) or not all(isinstance(s, str) for s in services):
-        raise InputError(source, "'services' must be a list of service id strings", entry=where, field="services")
+        raise InputError(source, "'services' must be a list of service id strings", entry=where, field="services",
+                         hint=TREE_HINT)
     keywords = data.get("keywords", [])
     if not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords):
-        raise InputError(source, "'keywords' must be a list of strings", entry=where, field="keywords")
+        raise InputError(source, "'keywords' must be a list of strings", entry=where, field="keywords", hint=TREE_HINT)
     return TreeNode(node_id, parent, depth, texts["name"], texts["description"], texts["boundary"],
                     texts["decision_rule"], list(keywords), services=list(dict.fromkeys(services)))
 

@@ -22,6 +22,8 @@ from a2x_local.errors import InputError
 TAXONOMY_FILE = "taxonomy.json"
 CLASS_FILE = "class.json"
 _DIGITS = re.compile(r"(\d+)")
+OFFICIAL_HINT = ("fix the file; docs/build.md (Trees of the published A2X implementation) says what a2x-local reads"
+                 f" from {TAXONOMY_FILE} and {CLASS_FILE}")
 
 
 def is_official(data: Any) -> bool:
@@ -38,7 +40,8 @@ def _ids(value: Any, source: str, entry: str, field: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InputError(source, f"'{field}' must be a list of id strings", entry=entry, field=field)
+        raise InputError(source, f"'{field}' must be a list of id strings", entry=entry, field=field,
+                         hint=OFFICIAL_HINT)
     return list(value)
 
 
@@ -49,10 +52,10 @@ def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str, class_
     texts = classes.get("categories") if isinstance(classes, dict) else None
     if not isinstance(texts, dict):
         raise InputError(class_source, "expected an object with a 'categories' object (id -> name, description)",
-                         field="categories")
+                         field="categories", hint=OFFICIAL_HINT)
     root_id = taxonomy["root"]
     if root_id not in categories:
-        raise InputError(source, f"the root '{root_id}' is not among the categories", field="root")
+        raise InputError(source, f"the root '{root_id}' is not among the categories", field="root", hint=OFFICIAL_HINT)
     warnings: list[str] = []
     status = taxonomy.get("build_status")
     if status is not None and status != "complete":
@@ -68,13 +71,14 @@ def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str, class_
         nonlocal built
         data = categories[category_id]
         if not isinstance(data, dict):
-            raise InputError(source, "a category must be an object", entry=category_id)
+            raise InputError(source, "a category must be an object", entry=category_id, hint=OFFICIAL_HINT)
         if len(path) > max_depth + 1:
-            raise InputError(source, f"the tree is deeper than {max_depth} levels", entry=category_id)
+            raise InputError(source, f"the tree is deeper than {max_depth} levels", entry=category_id,
+                             hint=OFFICIAL_HINT)
         built += 1
         if built > max_nodes:
             raise InputError(source, f"more than {max_nodes} nodes once every category with several parents is"
-                             " placed under each of them", entry=category_id)
+                             " placed under each of them", entry=category_id, hint=OFFICIAL_HINT)
         node = _node(category_id, texts.get(category_id), _ids(data.get("services"), source, category_id,
                                                                 "services"), class_source, unnamed)
         placements[category_id] = placements.get(category_id, 0) + 1
@@ -83,11 +87,11 @@ def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str, class_
         for child in sorted(_ids(data.get("children"), source, category_id, "children"), key=_natural):
             if child not in categories:
                 raise InputError(source, f"child '{child}' is not among the categories", entry=category_id,
-                                 field="children")
+                                 field="children", hint=OFFICIAL_HINT)
             if child in path:
                 raise InputError(source, f"category '{child}' is listed under '{category_id}', which lies under it"
                                  f" (the parent links loop: {' > '.join((*path[path.index(child):], child))})",
-                                 entry=category_id, field="children")
+                                 entry=category_id, field="children", hint=OFFICIAL_HINT)
             if category_id not in parents.setdefault(child, []):
                 parents[child].append(category_id)
             node["children"].append(expand(child, (*path, child)))
@@ -116,13 +120,14 @@ def _node(category_id: str, text: Any, services: list[str], class_source: str,
         unnamed[category_id] = None
         return node | {"name": category_id, "description": ""}
     if not isinstance(text, dict):
-        raise InputError(class_source, "a category's entry must be an object", entry=category_id)
+        raise InputError(class_source, "a category's entry must be an object", entry=category_id, hint=OFFICIAL_HINT)
     for key in ("name", "description", "boundary", "decision_rule"):
         value = text.get(key)
         if value is None:
             continue
         if not isinstance(value, str):
-            raise InputError(class_source, f"'{key}' must be a string", entry=category_id, field=key)
+            raise InputError(class_source, f"'{key}' must be a string", entry=category_id, field=key,
+                             hint=OFFICIAL_HINT)
         node[key] = value
     node.setdefault("name", category_id)
     node.setdefault("description", "")

@@ -180,7 +180,9 @@ def activate(con: duckdb.DuckDBPyConnection, build_id: int) -> None:
     """Make a completed tree the one searches use (a single-row swap: atomic for every reader)."""
     record = get_build(con, build_id)
     if record.status != "completed":
-        raise UserError(f"tree {build_id} is {record.status}; only a completed tree can be active")
+        raise UserError(f"tree {build_id} is {record.status}; only a completed tree can be active",
+                        hint="`a2x-local tree list` shows each tree's status; finish an interrupted build with"
+                             " `a2x-local build --resume`")
     con.execute("INSERT OR REPLACE INTO active_tree VALUES (TRUE, ?, now())", [build_id])
 
 

@@ -9,9 +9,8 @@ import pytest
 
 from a2x_local.compose import Plan
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
-from tests.support.engines import patch_make_engine
+from a2x_local.testing import ScriptedEngine
 
 TWO_NEEDS = "Get the weather forecast for Paris, then book a hotel room in Paris."
 
@@ -75,25 +74,26 @@ def _model_rule(request: Request) -> str:
                                  for n, part in enumerate(parts, start=1)]})
 
 
-def test_a_model_decomposer_with_sad(registry_db: Path, cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_model_decomposer_with_sad(registry_db: Path, cli, use_engine, tmp_path: Path) -> None:
     engines: list[ScriptedEngine] = []
 
-    def factory(settings, options):
+    def factory(config):
         engines.append(ScriptedEngine(_model_rule))
         return engines[-1]
 
-    calls = patch_make_engine(monkeypatch, factory)
+    calls = use_engine("scripted", factory)
     requests = tmp_path / "r.txt"
     requests.write_text(f"{TWO_NEEDS}\nsend an email to Bob\n")
-    code, out, err = cli("compose", "--queries", requests, "--method", "bm25", "--model", "any", "--sad", "--json")
+    code, out, err = cli("compose", "--queries", requests, "--method", "bm25", "--engine", "scripted", "--model", "any",
+                         "--sad", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert calls[0].model == "any" and engines[0].batches == [2, 2]
+    assert Path(calls[0].model).name == "any" and engines[0].batches == [2, 2]
     assert set(data["usage"]["by_call_type"]) == {"decompose", "decompose_sad"}
     plan = data["plans"][0]
     assert plan["decomposer"] == "model:scripted" and plan["sad"]["applied"]
     assert plan["sad"]["rounds"][0]["kept"] and plan["calls"] == 2
-    code, out, _ = cli("compose", TWO_NEEDS, "--method", "bm25", "--model", "any", "--trace")
+    code, out, _ = cli("compose", TWO_NEEDS, "--method", "bm25", "--engine", "scripted", "--model", "any", "--trace")
     assert code == 0 and "round 1: kept" in out and "Model calls by call type" in out
 
 
@@ -127,17 +127,17 @@ def test_search_with_method_compose_returns_the_plan_first(registry_db: Path, cl
 
 
 def test_a_mode_without_method_is_checked_against_the_configured_step_method(
-        registry_db: Path, cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        registry_db: Path, cli, use_engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """--mode without --method belongs to `[compose] step_method` (here a2x, which has modes), not to hybrid."""
     config = tmp_path / "config.toml"
     config.write_text('[compose]\nstep_method = "a2x"\n')
     monkeypatch.setenv("A2X_CONFIG", str(config))
 
-    def no_model(settings, options):
+    def no_model(config):
         raise UserError("no model in this test")
 
-    patch_make_engine(monkeypatch, no_model)
-    code, out, err = cli("compose", "x", "--mode", "get_one", "--decomposer", "rule")
+    use_engine("no-model", no_model)
+    code, out, err = cli("compose", "x", "--mode", "get_one", "--decomposer", "rule", "--engine", "no-model")
     assert "has no modes" not in err, err
     assert code == 1 and "no model in this test" in err, (out, err)   # past the CLI: a2x asked for its engine
     config.write_text('[compose]\nstep_method = "bm25"\n')

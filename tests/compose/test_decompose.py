@@ -10,15 +10,15 @@ from pydantic import ValidationError
 
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import (
-    Ledger,
     ModelDecomposer,
     answer_budget,
     answer_model,
     parse_steps,
     request_text,
 )
-from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.costs import AnswerCost as Ledger
 from a2x_local.llm.types import Request
+from a2x_local.testing import ScriptedEngine
 
 
 def _answer(*steps: tuple[str, str, list[str]]) -> str:

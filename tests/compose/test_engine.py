@@ -16,7 +16,6 @@ from a2x_local.cli import run
 from a2x_local.compose import open_composer
 from a2x_local.settings import load_settings
 from tests.search.a2x_helpers import sample_services, sample_tree, store_registry_and_tree
-from tests.support.engines import SharedEngine, patch_make_engine
 from tests.support.registries import SERVICES
 
 pytestmark = pytest.mark.engine
@@ -68,17 +67,16 @@ def test_steps_searched_by_a2x_in_one_batched_descent(db_path: Path, vllm_engine
         _check_shape(plan, set(sample_services()))
 
 
-def test_eval_method_compose_with_the_tiny_model(registry_db: Path, vllm_engine, tmp_path: Path,
+def test_eval_method_compose_with_the_tiny_model(registry_db: Path, tiny_engine_args, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[compose]\n" + "".join(f"{key} = {value}\n" for key, value in TIGHT.items()))
     monkeypatch.setenv("A2X_CONFIG", str(config))
-    patch_make_engine(monkeypatch, lambda settings, options: SharedEngine(vllm_engine))
     queries = tmp_path / "queries.json"
     queries.write_text(json.dumps([{"id": str(n), "query": text, "correct_tools": [tool]} for n, (text, tool)
                                    in enumerate(zip(REQUESTS, ["weather", "email", "currency"], strict=True))]))
     capsys.readouterr()
-    code = run(["eval", "-q", str(queries), "--method", "compose", "--model", "tiny", "-o", "step_method=bm25",
+    code = run(["eval", "-q", str(queries), "--method", "compose", *tiny_engine_args, "-o", "step_method=bm25",
                 "--no-plots", "--out", str(tmp_path / "run"), "--db", str(registry_db), "--json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err

@@ -12,10 +12,10 @@ from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer
 from a2x_local.compose.planner import Composer
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from a2x_local.registry import Service
 from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.testing import ScriptedEngine
 
 SERVICES = [Service(sid, "generic", name, f"{name} service") for sid, name in [
     ("seats", "checkFlightSeats"), ("change", "changeTicket"), ("refund", "refundTicket"), ("hotel", "findHotel"),

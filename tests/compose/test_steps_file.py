@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from a2x_local.compose.steps_file import load_steps_file
+from a2x_local.compose.steps_file import StepsBounds, load_steps_file
 from a2x_local.errors import InputError, UserError
 
 
@@ -69,3 +69,40 @@ def test_jsonl_is_read_as_query_files_are_and_errors_name_the_line(tmp_path: Pat
     assert caught.value.entry == "line 2 (query 'r')"
     with pytest.raises(InputError, match="line 2 is not valid JSON"):
         load_steps_file(_write(tmp_path, json.dumps(entries[0]) + "\n{oops\n", "bad.json"))
+
+
+def _chain(count: int, task: str = "look up the weather") -> dict:
+    return {"steps": [{"id": f"a{i}", "task": f"{task} {i}", "depends_on": [f"a{i - 1}"] if i else []}
+                      for i in range(count)]}
+
+
+def test_a_steps_file_obeys_max_steps_and_step_chars(tmp_path: Path) -> None:
+    """Ten thousand chained steps took ten minutes to plan: a decomposition holds at most max_steps steps, as the
+    model's and the rules' do, and is refused before any step is looked at."""
+    bounds = StepsBounds(max_steps=6, step_chars=40)
+    with pytest.raises(InputError, match=r"entry 0: field 'steps': 10,000 steps, more than \[compose\] max_steps = 6"):
+        load_steps_file(_write(tmp_path, _chain(10_000)), bounds=bounds)
+    with pytest.raises(InputError, match=r"field 'steps\[1\].task': the task has 45 characters"):
+        load_steps_file(_write(tmp_path, {"steps": ["short", "x" * 45]}), bounds=bounds)
+    per_request = [{"query": "q", "steps": [f"s{i}" for i in range(7)]}]
+    with pytest.raises(InputError, match=r"entry 0 \(query 'q'\): field 'steps': 7 steps"):
+        load_steps_file(_write(tmp_path, per_request), bounds=bounds)
+    assert len(load_steps_file(_write(tmp_path, _chain(6)), bounds=bounds).steps_for("x")) == 6
+
+
+def test_a_steps_file_over_the_byte_cap_is_refused_by_its_size(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"steps": ["x" * 3000]})
+    with pytest.raises(InputError, match="over the limit of 2,048"):
+        load_steps_file(path, max_bytes=2048)
+
+
+def test_compose_refuses_a_steps_file_beyond_the_configured_bounds(cli, registry_db, home, tmp_path: Path) -> None:
+    steps = _write(tmp_path, _chain(21))
+    result = cli("compose", "plan a trip", "--steps", steps, "--method", "bm25", "--json")
+    assert result.code == 1 and "21 steps, more than [compose] max_steps = 6" in result.err, result.err
+    assert "hint:" in result.err
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[compose]\nmax_steps_file_bytes = 2048\n", encoding="utf-8")
+    padded = _write(tmp_path, {"steps": ["find the weather"], "note": "x" * 4096}, "padded.json")
+    too_big = cli("compose", "plan a trip", "--steps", padded, "--method", "bm25")
+    assert too_big.code == 1 and "over the limit of 2,048" in too_big.err, too_big.err

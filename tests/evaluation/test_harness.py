@@ -221,9 +221,9 @@ def test_report_plots_and_compare(tmp_path: Path) -> None:
 
 
 def test_an_llm_query_whose_calls_all_failed_is_counted_as_an_error_and_rerun(tmp_path: Path) -> None:
-    from a2x_local.llm.scripted import ScriptedEngine
     from a2x_local.search.llm.a2x import A2XSearch
     from a2x_local.search.llm.config import LlmSearchConfig
+    from a2x_local.testing import ScriptedEngine
     from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
     tree, services = sample_tree(), sample_services()

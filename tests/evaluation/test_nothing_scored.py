@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
-from a2x_local.llm.scripted import ScriptedEngine
-from a2x_local.search.methods import MethodSpec, method_spec, register_method, unregister_method
+from a2x_local.search.methods import method_spec, register_method, unregister_method
+from a2x_local.testing import ScriptedEngine
 
 ELSEWHERE = [{"id": f"q{i}", "query": f"play song {i}", "correct_tools": [{"id": "music-player"}]} for i in range(3)]
 
@@ -32,7 +33,7 @@ def test_every_query_failing_is_an_error(registry_db: Path, cli, tmp_path: Path)
         options.engine = ScriptedEngine(lambda request: "not an answer")
         return base.factory(settings, db_path, options, progress)
 
-    register_method(MethodSpec("full-broken", base.summary, base.options, factory, modes=base.modes), replace=True)
+    register_method(dataclasses.replace(base, name="full-broken", factory=factory), replace=True)
     try:
         result = cli("eval", "--queries", queries, "--method", "full-broken", "--out", tmp_path / "run",
                      "--no-plots")

@@ -4,6 +4,7 @@ what was kept, what the report says and the exit code."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,9 @@ from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.lifecycle.lock import NightlyLock
 from a2x_local.lifecycle.retention import apply_retention
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.taxonomy import list_builds
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, write_world_config
-from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry
 
 
@@ -48,19 +48,19 @@ def write_queries(path: Path) -> Path:
 
 
 @pytest.fixture
-def night(home, monkeypatch):
-    """The scripted model behind every `make_engine` (``night.rule`` can be swapped between runs)."""
-    write_world_config(home)
+def night(home, use_engine):
+    """The scripted model, the configured engine (``night.rule`` can be swapped between runs)."""
+    write_world_config(home, engine="scripted")
 
     class Night:
         rule = World()
         loads = 0
 
-    def factory(settings, options):
+    def factory(config):
         Night.loads += 1
         return ScriptedEngine(Night.rule)
 
-    patch_make_engine(monkeypatch, factory)
+    use_engine("scripted", factory)
     return Night
 
 
@@ -143,6 +143,7 @@ def test_a_truncated_export_fails_the_night_and_changes_nothing(cli, night, tmp_
     assert failed.code == 1 and "--force" in failed.err
     report = failed.json()
     assert report["status"] == "failed" and report["error"]["error"] == "SyncRefused" and report["exit_code"] == 1
+    assert report["active_before"] == report["active_after"] == 1      # what was serving, and still is
     assert json.loads((tmp_path / "r2.json").read_text())["status"] == "failed"
     assert cli("stats", "--json").json()["services"] == 18
     assert cli("tree", "list", "--json").json()[0]["active"]
@@ -161,26 +162,50 @@ def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home,
     config.write_text(config.read_text(encoding="utf-8") + "[registry]\ncheckpoint_wait_s = 7\n", encoding="utf-8")
     seen = {}
 
-    def build(*args, **kwargs):
-        seen.update(kwargs)
+    def execute(*args, **kwargs):    # run_build reads the waits from the settings it is given
+        seen["checkpoint_wait_s"] = kwargs["waits"].checkpoint
         raise UserError("stop here")
 
-    monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+    monkeypatch.setattr("a2x_local.taxonomy.build.runner._execute", execute)
     export = write_export(tmp_path / "export.json", services(BASE, 1))
     result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
     assert result.code == 1 and "stop here" in result.err
     assert seen["checkpoint_wait_s"] == 7
 
 
-def test_a_failed_night_prints_its_error_terminal_safe(cli, night, tmp_path, monkeypatch):
+def fail_builds(monkeypatch, error: UserError) -> None:
+    """Every build of the job fails with ``error``, as a model server that went away would."""
     def build(*args, **kwargs):
-        raise UserError("category \x1b[2Jweather", hint="rename \x07it")
+        raise error
 
     monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+
+
+def test_a_failed_night_prints_its_error_terminal_safe(cli, night, tmp_path, monkeypatch):
+    fail_builds(monkeypatch, UserError("category \x1b[2Jweather", hint="rename \x07it"))
     export = write_export(tmp_path / "export.json", services(BASE, 1))
     result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
     assert result.code == 1 and "\x1b" not in result.err and "\x07" not in result.err
     assert "error: category \\x1b[2Jweather" in result.err and "hint: rename \\x07it" in result.err
+
+
+def test_a_failed_build_reports_the_tree_that_stays_active(cli, night, tmp_path, monkeypatch):
+    export = write_export(tmp_path / "export.json", services(BASE, 1))
+    assert cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r1.json").code == 0
+    fail_builds(monkeypatch, UserError("the model server went away", hint="start it again"))
+    failed = cli("nightly", "--source", export, "--model", "scripted", "--rebuild", "--report", tmp_path / "r2.json")
+    assert failed.code == 1 and "the model server went away" in failed.err
+    assert re.search(r"active tree\s+│\s+1 → 1\s", failed.out), failed.out
+    report = json.loads((tmp_path / "r2.json").read_text())
+    assert report["status"] == "failed" and report["active_before"] == report["active_after"] == 1
+
+
+def test_a_night_without_any_tree_says_none(cli, night, tmp_path, monkeypatch):
+    fail_builds(monkeypatch, UserError("no model today", hint="install one"))
+    export = write_export(tmp_path / "export.json", services(BASE, 1))
+    failed = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
+    assert failed.code == 1
+    assert re.search(r"active tree\s+│\s+none → none\s", failed.out), failed.out
 
 
 def test_retention_keeps_the_newest_and_never_the_active_one(db_path):

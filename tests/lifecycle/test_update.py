@@ -8,7 +8,6 @@ import pytest
 
 from a2x_local.db import connect, transaction
 from a2x_local.lifecycle import run_update
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry, Service
 from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
@@ -22,9 +21,9 @@ from a2x_local.taxonomy import (
     load_tree,
     save_import,
 )
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
-from tests.support.engines import patch_make_engine
 from tests.support.registries import make_registry
 
 CONFIG = world_config()
@@ -34,7 +33,7 @@ CONFIG = world_config()
 def template(tmp_path_factory):
     """A registry of 18 services and its built tree: Music, Travel, Weather, six services each."""
     db = make_registry(tmp_path_factory.mktemp("update") / "template.duckdb", services(BASE, 3))
-    run_build(db, CONFIG, lambda: ScriptedEngine(World()), model="scripted")
+    run_build(load_settings(db=db), lambda: ScriptedEngine(World()), config=CONFIG, model="scripted")
     return db
 
 
@@ -146,10 +145,10 @@ def test_a_failing_model_stores_nothing_and_the_old_tree_keeps_serving(built):
         assert con.execute("SELECT count(*) FROM builds").fetchone()[0] == 1
 
 
-def test_cli_update_diff_and_rollback(cli, built, monkeypatch):
+def test_cli_update_diff_and_rollback(cli, built, use_engine):
     change_registry(built.db_path)
-    patch_make_engine(monkeypatch, lambda settings, options: ScriptedEngine(World()))
-    result = cli("tree", "update", "--model", "scripted", "--no-activate", "--json")
+    use_engine("scripted", lambda config: ScriptedEngine(World()))
+    result = cli("tree", "update", "--engine", "scripted", "--model", "scripted", "--no-activate", "--json")
     assert result.code == 0, result.err
     data = result.json()
     assert data["base"] == 1 and data["build"] == 2 and not data["activated"]

@@ -11,11 +11,11 @@ import pytest
 from a2x_local.db import connect, transaction
 from a2x_local.lifecycle import run_update
 from a2x_local.llm.cache import AnswerCache, CachedEngine
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import get_build, load_tree
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import World, service, services, world_config
 from tests.support.registries import make_registry
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.engine
 
 def test_placement_with_the_tiny_model_on_vllm(db_path, home, vllm_engine):
     make_registry(db_path, services({"weather": ["rain", "snow"], "travel": ["flight"], "music": ["jazz"]}, 3))
-    run_build(db_path, world_config(), lambda: ScriptedEngine(World()), model="scripted")
+    run_build(load_settings(db=db_path), lambda: ScriptedEngine(World()), config=world_config(), model="scripted")
     new = [service("weather", "hail", i) for i in range(3)] + [service("music", "rock", 0)]
     with connect(db_path) as con, transaction(con):
         Registry(con).insert(new)

@@ -16,7 +16,7 @@ from pathlib import Path
 from a2x_local.llm import Request
 from a2x_local.registry import Service
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.scripted_policy import categories_json
+from a2x_local.testing import categories_json
 
 _LISTED = re.compile(r"^(\d+)\. ([^:]+):", re.MULTILINE)
 
@@ -109,10 +109,12 @@ WORLD_KEYS = ("leaf_max_services", "max_depth", "max_children", "keyword_path_mi
               "assign_batch_size", "cross_domain", "refine_passes")
 
 
-def write_world_config(home: Path) -> None:
-    """``home``/config.toml with the `[build]` keys of `world_config()`, for commands that load their settings."""
+def write_world_config(home: Path, *, engine: str | None = None) -> None:
+    """``home``/config.toml with the `[build]` keys of `world_config()`, for commands that load their settings
+    (and `[engine] name`, when given)."""
     thresholds = world_config().thresholds()
     lines = [f"{k} = {str(thresholds[k]).lower() if isinstance(thresholds[k], bool) else repr(thresholds[k])}"
              for k in WORLD_KEYS]
+    text = "[build]\n" + "\n".join(lines) + "\n" + (f'[engine]\nname = "{engine}"\n' if engine else "")
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text("[build]\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    (home / "config.toml").write_text(text, encoding="utf-8")

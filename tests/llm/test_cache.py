@@ -9,10 +9,10 @@ from pydantic import BaseModel
 from a2x_local.db import connect
 from a2x_local.llm import JsonConstraint, RegexConstraint, Request, with_answer_cache
 from a2x_local.llm.cache import AnswerCache, CachedEngine, answer_key, engine_identity
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import load_usage
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import world_config
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import synthetic
@@ -156,9 +156,9 @@ def test_a_rebuild_of_an_unchanged_registry_sends_no_prompt(db_path):
     config = world_config(leaf_max_services=12)
     cache = AnswerCache(db_path)
     first_engine = CachedEngine(ScriptedEngine(DomainRule()), cache)
-    first = run_build(db_path, config, lambda: first_engine, model="scripted")
+    first = run_build(load_settings(db=db_path), lambda: first_engine, config=config, model="scripted")
     second_engine = CachedEngine(ScriptedEngine(DomainRule()), cache)
-    second = run_build(db_path, config, lambda: second_engine, model="scripted")
+    second = run_build(load_settings(db=db_path), lambda: second_engine, config=config, model="scripted")
     sent, saved = first.report["usage"]["total"], second.report["usage"]["total"]
     assert sent["calls"] > 0 and saved["calls"] == 0 and second.report["engine_rounds"] == 0
     assert saved["cached"] == sent["calls"] and saved["cached_prompt_tokens"] == sent["prompt_tokens"]

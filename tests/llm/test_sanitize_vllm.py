@@ -16,7 +16,7 @@ from a2x_local.registry import Service
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.runner import run_build
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config
 
@@ -68,7 +68,7 @@ def test_build_and_search_prompts_hold_no_role_token_from_service_text(tmp_path,
                           decision_rule_max_chars=10, refine_passes=1, assign_batch_size=8,
                           root_validation_rounds=0, cross_domain=False, budget_chars_per_token=1.0,
                           max_failed_fraction=1.0, temperature=1.0, seed=None)
-    run_build(db, config, lambda: vllm_engine, model="tiny-qwen2", close_engine=False)
+    run_build(load_settings(db=db), lambda: vllm_engine, config=config, model="tiny-qwen2", close_engine=False)
     built = len(prompts)
     assert built >= 2                                         # design and assignment prompts at least
     settings = load_settings(db=db)

@@ -127,7 +127,7 @@ def test_engine_start_survives_numba_loaded_first() -> None:
 
 
 def test_the_engine_reports_its_prefix_cache_hits_as_the_simulated_cache_counts_them(vllm_engine) -> None:
-    from a2x_local.search.llm.prefix import PrefixCache
+    from a2x_local.testing import PrefixCache
 
     block = vllm_engine._llm.llm_engine.vllm_config.cache_config.block_size
     # A prefix no other test sends (the session's engine keeps every test's prompts), a few blocks long.

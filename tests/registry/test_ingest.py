@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -130,14 +131,14 @@ def test_non_utf8_file(cli, db_path: Path, tmp_path: Path) -> None:
 
 def test_unreadable_file(cli, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_json(tmp_path / "locked.json", good_entries())
-    original = Path.read_bytes
+    original = os.open
 
-    def refuse(self: Path) -> bytes:
-        if self.name == "locked.json":
+    def refuse(file, *args, **kwargs):    # as root every file can be read: refuse this one the way EACCES would
+        if str(file).endswith("locked.json"):
             raise PermissionError(13, "Permission denied")
-        return original(self)
+        return original(file, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     result = cli("ingest", path)
     assert result.code == 1 and "locked.json" in result.err and "cannot read file: Permission denied" in result.err
 

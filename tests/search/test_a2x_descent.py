@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.descent import Descender
 from a2x_local.search.llm.rounds import RoundRunner
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, make_tree, sample_tree
 
 

@@ -13,7 +13,6 @@ import pytest
 from a2x_local.cli import run
 from a2x_local.db import connect
 from a2x_local.evaluation.queries import load_queries
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry, Service
 from a2x_local.registry.ingest import ingest
 from a2x_local.search.llm.baselines import FullCatalogue
@@ -21,8 +20,8 @@ from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.selection import ContextWindowError
 from a2x_local.search.types import SearchRequest
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.scripted_policy import WordPolicy
-from tests.support.engines import SharedEngine, patch_make_engine
+from a2x_local.testing import ScriptedEngine, WordPolicy, registered_engine
+from tests.support.engines import SharedEngine
 from tests.support.paths import TOOLRET
 
 pytestmark = pytest.mark.engine
@@ -56,10 +55,11 @@ def built_db(tmp_path_factory, toolret_services):
     services = _registry(toolret_services)
     with connect(db) as con:
         Registry(con).insert(services)
-    with pytest.MonkeyPatch.context() as patch:
+    with (pytest.MonkeyPatch.context() as patch,
+          registered_engine("scripted", lambda config: ScriptedEngine(WordPolicy(services)))):
         patch.setenv("A2X_HOME", str(db.parent / "home"))
-        patch_make_engine(patch, lambda settings, options: ScriptedEngine(WordPolicy(services)))
-        code = run(["build", "--model", "scripted", "--leaf-size", "15", "--max-children", "6", "--max-depth", "2",
+        code = run(["build", "--engine", "scripted", "--model", "scripted", "--leaf-size", "15", "--max-children", "6",
+                    "--max-depth", "2",
                     "--keyword-merge", "stem", "--no-cross-domain", "--db", str(db), "--json"])
     assert code == 0
     with connect(db) as con:
@@ -76,12 +76,11 @@ OPTIONS = {"a2x": ["-o", "max_children_selected=2", "-o", "max_services_selected
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, vllm_engine, method, tmp_path,
+def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, tiny_engine_args, method, tmp_path,
                                                                    monkeypatch, capsys):
     monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
-    patch_make_engine(monkeypatch, lambda settings, options: SharedEngine(vllm_engine))
     capsys.readouterr()
-    code = run(["eval", "--queries", str(QUERIES), "--limit", "50", "--method", method, "--model", "tiny",
+    code = run(["eval", "--queries", str(QUERIES), "--limit", "50", "--method", method, *tiny_engine_args,
                 "--mode", "get_all", *OPTIONS[method], "--out", str(tmp_path / "run"), "--db", str(built_db),
                 "--json"])
     captured = capsys.readouterr()
@@ -103,11 +102,10 @@ def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, vll
         assert max(r["rounds"] for r in answered) <= 4
 
 
-def test_search_trace_with_the_real_engine(built_db, vllm_engine, monkeypatch, capsys):
+def test_search_trace_with_the_real_engine(built_db, tiny_engine_args, monkeypatch, capsys):
     monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
-    patch_make_engine(monkeypatch, lambda settings, options: SharedEngine(vllm_engine))
     capsys.readouterr()
-    code = run(["search", "weather forecast for Beijing", "--method", "a2x", "--mode", "get_one", "--model", "tiny",
+    code = run(["search", "weather forecast for Beijing", "--method", "a2x", "--mode", "get_one", *tiny_engine_args,
                 "--db", str(built_db), "--json"])
     out = capsys.readouterr().out
     assert code == 0
@@ -120,11 +118,10 @@ def test_search_trace_with_the_real_engine(built_db, vllm_engine, monkeypatch, c
 
 
 def test_compare_presets_runs_each_preset_on_the_same_queries_and_counts_what_the_engine_computed(
-        built_db, vllm_engine, monkeypatch, capsys, tmp_path):
+        built_db, tiny_engine_args, monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
-    patch_make_engine(monkeypatch, lambda settings, options: SharedEngine(vllm_engine))
     capsys.readouterr()
-    code = run(["eval", "compare-presets", "--model", "tiny", "--queries", str(QUERIES), "--limit", "12",
+    code = run(["eval", "compare-presets", *tiny_engine_args, "--queries", str(QUERIES), "--limit", "12",
                 "--mode", "get_all", "--out", str(tmp_path / "presets"), "--db", str(built_db), "--json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -143,7 +140,7 @@ def test_compare_presets_runs_each_preset_on_the_same_queries_and_counts_what_th
         assert row["run_dir"] == str(run_dir) and len((run_dir / "results.jsonl").read_text().splitlines()) == 12
         assert json.loads((run_dir / "run.json").read_text())["options"]["preset"] == row["preset"]
     # The table for people names every preset.
-    code = run(["eval", "compare-presets", "--model", "tiny", "--queries", str(QUERIES), "--limit", "2",
+    code = run(["eval", "compare-presets", *tiny_engine_args, "--queries", str(QUERIES), "--limit", "2",
                 "--presets", "lean,published", "--out", str(tmp_path / "two"), "--db", str(built_db)])
     out = capsys.readouterr().out
     assert code == 0 and "lean" in out and "published" in out and "computed" in out

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
-from a2x_local.search.methods import MethodSpec, make_method, method_spec, register_method, unregister_method
+from a2x_local.search.methods import make_method, method_spec, register_method, unregister_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree, services_for, store_registry_and_tree
 
 WANTED = {"find hotels": {"h1", "h2"}}
@@ -95,8 +96,7 @@ def scripted_a2x():
         options.engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
         return base.factory(settings, db_path, options, progress)
 
-    register_method(MethodSpec("a2x-scripted", base.summary, base.options, factory, modes=base.modes),
-                    replace=True)
+    register_method(dataclasses.replace(base, name="a2x-scripted", factory=factory), replace=True)
     yield "a2x-scripted"
     unregister_method("a2x-scripted")
 

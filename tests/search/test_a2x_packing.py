@@ -3,13 +3,13 @@ cap allows, and the cross-language line only where the request and the catalogue
 
 from __future__ import annotations
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.types import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.grouping import RESCUE_KEY, Group, pack
 from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.prompting import PROMPTS
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
 ACROSS = PROMPTS.fragment("across_languages")

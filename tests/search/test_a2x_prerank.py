@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig, prerank_shown
 from a2x_local.search.llm.grouping import RESCUE_KEY, Group
@@ -15,6 +14,7 @@ from a2x_local.search.llm.prerank import prerank, rank_positions
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import Hit, SearchRequest
 from a2x_local.settings import load_settings
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, make_tree, sample_tree, services_for, store_registry_and_tree
 
 

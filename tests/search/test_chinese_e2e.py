@@ -13,8 +13,8 @@ from a2x_local.db import connect
 from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.language import category_language
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.language import category_language
+from a2x_local.taxonomy.build.runner import run_build
 from tests.support.paths import TOOLRET_ZH
 from tests.support.registries import make_registry, services_from
 from tests.taxonomy.helpers import small_config
@@ -37,7 +37,8 @@ def test_a_chinese_registry_builds_and_answers_chinese_queries(tmp_path, vllm_en
                           budget_chars_per_token=1.0, max_failed_fraction=1.0, temperature=1.0, seed=None)
     assert category_language(config, services) == "Chinese"
     before = vllm_engine.usage.snapshot()
-    outcome = run_build(db, config, lambda: vllm_engine, model="tiny-qwen2", close_engine=False)
+    outcome = run_build(load_settings(db=db), lambda: vllm_engine, config=config, model="tiny-qwen2",
+                        close_engine=False)
     used = vllm_engine.usage.since(before)
     assert outcome.tree.service_ids() == {s.id for s in services}
     assert used.total().prompt_tokens > 0 and {"design_descriptions", "assign"} <= set(used.by_label)

@@ -10,7 +10,7 @@ import pytest
 from a2x_local.db import connect
 from a2x_local.llm import resolve_embedding_model as resolve_model
 from a2x_local.registry import Registry
-from a2x_local.search.retrieval.config import retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import EMBEDDING_SETTING
 from a2x_local.settings import load_settings
 
@@ -62,7 +62,7 @@ def test_search_a_query_file(registry_db: Path, cli, tmp_path: Path, capsys, mon
     assert code == 0
     results = json.loads(out)["results"]
     assert [r["hits"][0]["id"] for r in results] == ["email", "news"]
-    default_k = retrieval_config(load_settings(db=registry_db)).default_k
+    default_k = RetrievalConfig.from_settings(load_settings(db=registry_db)).default_k
     assert all(len(r["hits"]) == default_k for r in results)    # default k from [retrieval] default_k
     # The registry holds ten services, as many as the shipped default: a smaller default_k shows it is obeyed.
     config = tmp_path / "config.toml"

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.baselines import FullCatalogue
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.selection import ContextWindowError
 from a2x_local.search.types import SearchRequest
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
 

@@ -96,7 +96,7 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
             return [SearchAnswer(r.query, [], ranked=False, calls=1) for r in requests]
 
     spec = MethodSpec("echo", "test method", EchoOptions, lambda s, db, opts, progress: Echo(opts.model),
-                      modes=("get_all",))
+                      engine="none", cost="llm", modes=("get_all",))
     register_method(spec)
     try:
         assert "echo" in method_names()
@@ -114,7 +114,7 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
     monkeypatch.delitem(methods._SPECS, "lazy-echo")
 
 
-LAZY_SPEC = MethodSpec("lazy-echo", "lazily imported", BaseModel, lambda *a: None)
+LAZY_SPEC = MethodSpec("lazy-echo", "lazily imported", BaseModel, lambda *a: None, engine="none", cost="retrieval")
 
 
 def test_empty_registry(tmp_path: Path, settings: Settings) -> None:

@@ -11,7 +11,7 @@ import pytest
 from a2x_local.db import connect, transaction
 from a2x_local.registry import Registry
 from a2x_local.search import make_method
-from a2x_local.search.retrieval.config import RetrievalConfig, retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import (
     AUTO_EMBEDDING_SETTING,
     EMBEDDING_SETTING,
@@ -117,8 +117,9 @@ def test_a_chinese_registry_is_searched_with_the_multilingual_model(chinese_db: 
 def test_user_aliases_join_the_packaged_ones_with_paths_in_the_models_folder(settings) -> None:
     mine = {"backend": "sentence-transformers", "path": "e5-base", "query_prefix": "query: ",
             "passage_prefix": "passage: ", "multilingual": True}
-    config = retrieval_config(settings.with_overrides("retrieval", embedding_models={"e5-base": mine}))
+    config = RetrievalConfig.from_settings(settings.with_overrides("retrieval", embedding_models={"e5-base": mine}))
     assert set(config.embedding_models) == {E5, MINILM, "e5-base"}
     assert config.embedding_models["e5-base"].path == str(settings.models_dir / "e5-base")
-    absolute = retrieval_config(settings.with_overrides("retrieval", embedding_models={"x": {**mine, "path": "/m"}}))
+    absolute = RetrievalConfig.from_settings(
+        settings.with_overrides("retrieval", embedding_models={"x": {**mine, "path": "/m"}}))
     assert absolute.embedding_models["x"].path == "/m"

@@ -7,10 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.tokens import chat_token_ids
 from a2x_local.llm.types import RegexConstraint, Request
-from a2x_local.search.llm.prefix import CacheMeter, Cost, PrefixCache
+from a2x_local.testing import CacheMeter, ComputedTokens, PrefixCache, ScriptedEngine
 
 
 def test_only_whole_blocks_of_a_shared_prefix_are_served_and_never_the_last_token():
@@ -83,4 +82,4 @@ def test_a_retried_request_is_seen_twice_and_an_unsent_one_not_at_all():
     assert meter.observe([request, request], [retried, unsent]) == [32, 0]
     cost = meter.by_label["select"]
     assert (cost.prompt, cost.cached, cost.completion) == (80, 32, 3) and cost.computed == 51
-    assert Cost(10, 4, 2).to_dict()["computed_tokens"] == 8
+    assert ComputedTokens(10, 4, 2).to_dict()["computed_tokens"] == 8

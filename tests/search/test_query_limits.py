@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import sample_services, sample_tree
 
 

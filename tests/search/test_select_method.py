@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.baselines import RetrieveSelect
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import Hit, SearchRequest
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 
 

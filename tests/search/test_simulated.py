@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import Request
 from a2x_local.registry.types import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
-from a2x_local.search.llm.simulated import ReaderNavigator, SimulatedNavigator, listed_lines
 from a2x_local.search.types import SearchRequest
-from tests.search.a2x_helpers import make_tree, sample_services, sample_tree, services_for
+from a2x_local.testing import ReaderNavigator, ScriptedEngine, SimulatedNavigator, listed_lines
+from tests.search.a2x_helpers import descent_config, make_tree, sample_services, sample_tree, services_for
 
 CORRECT = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"}, "anything": {"g1"},
            "hotel tonight": {"h1", "h2"}}
@@ -22,7 +21,7 @@ CORRECT = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"
 def _search(error_rate: float, seed: int = 0, queries=CORRECT, mode: str = "get_all"):
     tree = sample_tree()
     rule = SimulatedNavigator(tree, queries, error_rate=error_rate, seed=seed)
-    method = A2XSearch(tree, sample_services(), ScriptedEngine(rule), LlmSearchConfig.defaults())
+    method = A2XSearch(tree, sample_services(), ScriptedEngine(rule), descent_config())
     return method.search_batch([SearchRequest(q, mode=mode) for q in queries]), rule
 
 
@@ -58,7 +57,7 @@ def test_drop_and_add_rates_match_the_error_rate():
     queries = {f"q{i}": {f"s{k}" for k in range(1 + i % 5, 41, 5)} for i in range(50)}   # 8 correct of 40 each
     rule = SimulatedNavigator(tree, queries, error_rate=0.2, seed=1)
     method = A2XSearch(tree, services_for({f"s{k}" for k in range(1, 41)}), ScriptedEngine(rule),
-                       LlmSearchConfig.defaults(merge_threshold=100, group_lists="merged"))
+                       descent_config(merge_threshold=100, group_lists="merged"))
     method.search_batch([SearchRequest(q) for q in queries])
     # 50 descents offering 8 correct categories each, then 50 selections offering the correct services reached.
     assert rule.decisions == 100 and 400 < rule.correct_seen < 800
@@ -116,7 +115,7 @@ def test_the_reader_chooses_the_lines_most_like_the_request():
     services = {"h1": Service("h1", "generic", "book_room", "Books a hotel room."),
                 "h2": Service("h2", "generic", "cancel", "Cancels a flight."),
                 "f1": Service("f1", "generic", "fly", "Buys a flight."), "w1": Service("w1", "generic", "w", "Rain.")}
-    config = LlmSearchConfig.defaults(merge_threshold=0)
+    config = descent_config(merge_threshold=0)
     answer = A2XSearch(make_tree(shape), services, ScriptedEngine(ReaderNavigator(encode)), config).search(
         "a hotel for tonight")
     assert answer.trace["decisions"][0]["selected"] == ["root/1"] and answer.ids == ["h1"]

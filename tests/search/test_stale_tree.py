@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from a2x_local.db import connect, transaction
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree, services_for, store_registry_and_tree
 
 WANTED = {"find hotels": {"h1", "h2"}, "weather please": {"w1"}}
@@ -66,17 +66,17 @@ def test_a_changed_description_alone_is_stale_too(db_path):
 
 
 @pytest.fixture
-def scripted(monkeypatch):
-    from tests.support.engines import patch_make_engine
-
-    patch_make_engine(monkeypatch, lambda settings, options: ScriptedEngine(Oracle(sample_tree(), WANTED)))
+def scripted(use_engine):
+    """`--engine scripted`: the oracle over the sample tree."""
+    use_engine("scripted", lambda config: ScriptedEngine(Oracle(sample_tree(), WANTED)))
 
 
 @pytest.mark.parametrize("method", ["a2x", "a2x+rescue"])
 def test_the_cli_prints_a_warning_and_puts_it_in_the_json(db_path, cli, scripted, method):
     store_registry_and_tree(db_path, sample_tree())
     change_registry(db_path, add=["new1"], remove=["w2"])
-    result = cli("search", "find hotels", "--method", method, "--json", "-o", "merge_threshold=0")
+    result = cli("search", "find hotels", "--method", method, "--engine", "scripted", "--json",
+                 "-o", "merge_threshold=0")
     assert result.code == 0, result.err
     assert result.err.startswith("warning: the active tree") and "stale" in result.err
     data = result.json()
@@ -90,6 +90,6 @@ def test_a_query_file_gets_the_warning_once(db_path, cli, scripted, tmp_path):
     change_registry(db_path, add=["new1"])
     queries = tmp_path / "q.txt"
     queries.write_text("find hotels\nweather please\n", encoding="utf-8")
-    result = cli("search", "--queries", queries, "--method", "a2x", "--json")
+    result = cli("search", "--queries", queries, "--method", "a2x", "--engine", "scripted", "--json")
     assert result.code == 0, result.err
     assert result.err.count("warning:") == 1 and len(result.json()["warnings"]) == 1

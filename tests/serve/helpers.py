@@ -5,9 +5,7 @@ with its services, a second tree to switch to, an oracle engine, and servers ove
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +19,7 @@ from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
 from a2x_local.taxonomy.types import Tree
 from tests.search.a2x_helpers import make_tree, sample_tree, store_registry_and_tree
+from tests.support.processes import cli_command, tree_env
 from tests.support.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,13 +65,9 @@ def write_test_config(home: Path) -> Path:
     return path
 
 
-def cli_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from a2x_local.cli import main; main()", *args]
-
-
 def server_env(home: Path) -> dict[str, str]:
-    env = {**os.environ, "A2X_HOME": str(home), "A2X_CONFIG": str(write_test_config(home)),
-           "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = tree_env(A2X_HOME=str(home), A2X_CONFIG=str(write_test_config(home)), HF_HUB_OFFLINE="1",
+                   TRANSFORMERS_OFFLINE="1")
     env.pop("A2X_DB", None)
     env.pop("A2X_SERVE_TOKEN", None)
     return env

@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 from mcp import Client
 
 from a2x_local.llm import Request
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.serve.http_api import create_app
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import WANTED, make_server, registry_with_trees
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -73,3 +75,44 @@ def test_serve_refuses_an_open_bind_before_loading_anything(db_path, cli):
 def test_serve_without_a_registry_says_how_to_make_one(db_path, cli):
     code, _, err = cli("serve", "--port", "0")
     assert code == 1 and "no registry database" in err and "ingest" in err and not db_path.exists()
+
+
+MCP_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "::1"])
+def test_mcp_answers_on_the_loopback_address_the_server_is_bound_to(server, host):
+    """Issue 21, finding 9: `serve --host 127.0.0.2` answered /v1 but 421 on every /mcp request (the SDK's own host
+    check knows only 127.0.0.1, localhost and ::1)."""
+    app = create_app(server.discovery, mcp=server.mcp, host=host)
+    name = f"[{host}]" if ":" in host else host
+    with TestClient(app, base_url=f"http://{name}:8765") as client:
+        listed = client.post("/mcp", json=MCP_LIST, headers=MCP_HEADERS)
+        foreign = client.post("/mcp", json=MCP_LIST, headers={**MCP_HEADERS, "Origin": "http://evil.example"})
+    assert listed.status_code == 200, listed.text
+    assert "search_services" in listed.text
+    assert foreign.status_code == 403        # DNS-rebinding protection still on
+
+
+def test_serve_on_127_0_0_2_serves_mcp_too(db_path, tmp_path):
+    import httpx
+
+    from tests.serve.helpers import ROOT, cli_command, server_env
+    from tests.support.servers import free_port, serving
+
+    registry_with_trees(db_path)
+    port = free_port()
+    home = tmp_path / "home"
+    log = tmp_path / "server.log"
+    with log.open("w", encoding="utf-8") as out:
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--host", "127.0.0.2", "--port",
+                                               str(port)), env=server_env(home), cwd=ROOT, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.2:{port}"
+    with serving(process, f"{url}/healthz", log, 120):
+        api = httpx.get(f"{url}/v1/tree", timeout=30)
+        mcp = httpx.post(f"{url}/mcp", json=MCP_LIST, headers=MCP_HEADERS, timeout=60)
+    assert api.status_code == 200
+    assert mcp.status_code == 200, mcp.text
+    assert "search_services" in mcp.text

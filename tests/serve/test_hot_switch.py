@@ -9,10 +9,10 @@ import httpx
 from fastapi.testclient import TestClient
 
 from a2x_local.db import connect, transaction
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.positions import NONE
 from a2x_local.serve.http_api import create_app
 from a2x_local.taxonomy import store
+from a2x_local.testing import ScriptedEngine
 from tests.serve.helpers import WANTED, make_server, registry_with_trees, running_server
 
 

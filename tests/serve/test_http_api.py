@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 from fastapi.testclient import TestClient
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.types import Hit, SearchAnswer
 from a2x_local.serve.http_api import create_app
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
 from tests.serve.helpers import WANTED, make_server, registry_with_trees
 

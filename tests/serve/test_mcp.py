@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import (
     ROOT,

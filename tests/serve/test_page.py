@@ -93,9 +93,10 @@ def test_tree_search_and_details_in_a_real_browser(db_path, tmp_path, browser):
         details = wait_for(browser, "#details[data-service='hotels']")
         assert "bookHotel" in details.text and "Travel › Flights and hotels" in details.text
 
-        # Search with a chosen method; only the methods this server can run are offered (no model: no a2x).
+        # Search with a chosen method; only the methods this server can run are offered (no model: no a2x, but
+        # compose, which decomposes by the rules without one).
         methods = Select(browser.find_element(By.ID, "method"))
-        assert {o.text for o in methods.options} == {"bm25", "dense", "hybrid"}
+        assert {o.text for o in methods.options} == {"bm25", "compose", "dense", "hybrid"}
         methods.select_by_visible_text("bm25")
         browser.find_element(By.ID, "query").send_keys("weather forecast for a city")
         browser.find_element(By.ID, "search-button").click()

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.llm.types import ChoiceConstraint, RawOutput, Request
 from a2x_local.serve.rounds import SharedRounds
+from a2x_local.testing import ScriptedEngine
 
 
 def _requests(tag: str, n: int) -> list[Request]:

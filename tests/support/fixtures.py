@@ -7,7 +7,11 @@ One meaning per name:
 - ``settings``: settings whose database is ``registry_db``;
 - ``cli``: run `a2x-local ARGS --db db_path` in-process, returning exit code and output;
 - ``tiny_model_dir`` / ``vllm_engine``: the tiny random Qwen2 model and ONE vLLM engine over it, per session;
-- ``fake_model_dir``: a complete model folder (real file formats) that no engine needs to run.
+- ``fake_model_dir``: a complete model folder (real file formats) that no engine needs to run;
+- ``use_engine``: ``use_engine("scripted", lambda config: ScriptedEngine(rule))`` makes `--engine scripted` (or
+  `name = "scripted"` in `[engine]`) start that engine for this test, through the real `make_engine`; it returns
+  the engine settings of every start, in order;
+- ``tiny_engine_args``: the flags (`--engine tiny-vllm --model tiny`) that make a command use ``vllm_engine``.
 
 vLLM inside pytest: the engine runs in-process (`multiprocessing=False`): no engine-core/worker processes to spawn,
 ~17 s to start on 2 cores instead of ~58 s, and nothing left running if a test run is killed. `VLLM_CPU_KVCACHE_SPACE=1`
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,6 +31,7 @@ import pytest
 from a2x_local.cli import run
 from a2x_local.llm.tiny_model import MAX_POSITIONS
 from a2x_local.settings import Settings, load_settings
+from a2x_local.testing import registered_engine
 from tests.support.fake_model import write_fake_model
 from tests.support.registries import make_registry
 
@@ -60,6 +66,20 @@ def vllm_engine(tiny_model_dir: Path) -> Iterator:
                         llm_kwargs={"logits_processors": [ForceTokens]})
     yield engine
     engine.close()
+
+
+@pytest.fixture
+def use_engine() -> Iterator[Callable[..., list]]:
+    with ExitStack() as registered:
+        yield lambda name, make: registered.enter_context(registered_engine(name, make))
+
+
+@pytest.fixture
+def tiny_engine_args(vllm_engine, use_engine) -> list[str]:
+    from tests.support.engines import SharedEngine
+
+    use_engine("tiny-vllm", lambda config: SharedEngine(vllm_engine))
+    return ["--engine", "tiny-vllm", "--model", "tiny"]
 
 
 @pytest.fixture

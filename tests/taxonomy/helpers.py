@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from a2x_local.llm import Request
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Service
-from a2x_local.taxonomy.builder import Builder
+from a2x_local.taxonomy.build.builder import Builder
+from a2x_local.taxonomy.build.state import BuildState
 from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.state import BuildState
+from a2x_local.testing import ScriptedEngine
 
 
 def small_config(**overrides) -> BuildConfig:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from a2x_local.llm import Request
-from a2x_local.taxonomy.scripted_policy import categories_json, category_text
+from a2x_local.testing import categories_json, category_text
 
 
 def domain_of(service_id: str) -> str:

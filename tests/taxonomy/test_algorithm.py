@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from a2x_local.taxonomy.builder import BuildAborted
-from a2x_local.taxonomy.calls import chunks
-from a2x_local.taxonomy.report import build_report
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.taxonomy.build.builder import BuildAborted
+from a2x_local.taxonomy.build.calls import chunks
+from a2x_local.taxonomy.build.report import build_report
 from a2x_local.taxonomy.types import child_id
+from a2x_local.testing import WordPolicy
 from tests.taxonomy.helpers import Recorder, build, small_config, synthetic
 from tests.taxonomy.rules import DomainRule, categories_json
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import pytest
 
 from a2x_local.db import connect
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.calls import chunks
-from a2x_local.taxonomy.runner import run_build
+from a2x_local.taxonomy.build.calls import chunks
+from a2x_local.taxonomy.build.runner import run_build
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config
 
@@ -32,7 +33,8 @@ def test_build_with_the_tiny_model_on_vllm(tmp_path, toolret, vllm_engine):
         assign_batch_size=8, cross_domain_batch_size=8, root_validation_rounds=1, budget_chars_per_token=1.0,
         max_failed_fraction=1.0, keyword_merge="embedding", temperature=1.0, seed=None)
     before = vllm_engine.usage.snapshot()
-    outcome = run_build(db, config, lambda: vllm_engine, model="tiny-qwen2", close_engine=False)
+    outcome = run_build(load_settings(db=db), lambda: vllm_engine, config=config, model="tiny-qwen2",
+                        close_engine=False)
     used = vllm_engine.usage.since(before)
 
     tree = outcome.tree

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
-from a2x_local.cli import common
+from a2x_local.cli import output
 from a2x_local.db import connect
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
-from tests.support.engines import patch_make_engine
+from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
 
+SCRIPTED = ["--engine", "scripted"]   # the engine the `scripted_engine` fixture registers
 SMALL = ["--leaf-size", "15", "--max-children", "8", "--keyword-threshold", "150", "--keyword-merge", "stem"]
 
 
 @pytest.fixture
-def scripted_engine(monkeypatch, toolret_subset):
-    """`make_engine` answers with the word policy instead of loading a model; returns the options it was given."""
+def scripted_engine(use_engine, toolret_subset):
+    """`--engine scripted` answers with the word policy instead of loading a model; returns the engine settings of
+    every start."""
     policy = WordPolicy([*toolret_subset, *synthetic(["weather"], 6)])
-    return patch_make_engine(monkeypatch, lambda settings, options: ScriptedEngine(policy))
+    return use_engine("scripted", lambda config: ScriptedEngine(policy))
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +36,8 @@ def template(tmp_path_factory, toolret_subset):
     """A database with one completed build (built once per module; tests work on copies)."""
     db = make_registry(tmp_path_factory.mktemp("cli") / "template.duckdb", toolret_subset)
     config = small_config(max_children=8)
-    outcome = run_build(db, config, lambda: ScriptedEngine(WordPolicy(toolret_subset)), model="scripted")
+    outcome = run_build(load_settings(db=db), lambda: ScriptedEngine(WordPolicy(toolret_subset)), config=config,
+                        model="scripted")
     return db, {"build": outcome.build_id, "active": True, "resumed": False, "stats": outcome.report}
 
 
@@ -47,7 +50,7 @@ def built(template, db_path):
 def test_build_json_reports_rounds_tokens_and_shape(cli, db_path, toolret_subset, scripted_engine, template):
     make_registry(db_path, toolret_subset)
     # --no-cache: every step goes to the model (with the cache, a prompt repeated within the build is not re-sent).
-    result = cli("build", "--model", "scripted", *SMALL, "--no-cache", "--json")
+    result = cli("build", *SCRIPTED, "--model", "scripted", *SMALL, "--no-cache", "--json")
     assert result.code == 0, result.err
     built = result.json()
     assert built["active"] and built["build"] == 1 and not built["resumed"]
@@ -55,37 +58,37 @@ def test_build_json_reports_rounds_tokens_and_shape(cli, db_path, toolret_subset
     assert stats["tree"]["services"] == len(toolret_subset)
     assert stats["engine_rounds"] == len(stats["rounds"]) > 5
     assert stats["usage"]["by_call_type"]["assign"]["prompt_tokens"] > 0
-    assert scripted_engine[0].model == "scripted"
+    assert Path(scripted_engine[0].model).name == "scripted"       # the --model flag reached the engine
     # The flags set the same thresholds as the template's config: the same tree.
     assert stats["tree"] == template[1]["stats"]["tree"]
 
 
 def test_build_summary_for_people_says_when_the_tree_is_one_node(cli, db_path, scripted_engine):
     make_registry(db_path, synthetic(["weather"], 6))
-    result = cli("build", "--model", "scripted")
+    result = cli("build", *SCRIPTED, "--model", "scripted")
     assert result.code == 0, result.err
     assert "engine rounds" in result.out and "Tree 1 built" in result.out
     assert "single node" in result.err
 
 
 def test_build_resume_without_unfinished_build_exits_1(cli, built, scripted_engine):
-    result = cli("build", "--model", "scripted", *SMALL, "--resume")
+    result = cli("build", *SCRIPTED, "--model", "scripted", *SMALL, "--resume")
     assert result.code == 1 and "nothing to resume" in result.err
 
 
 def test_build_refused_while_another_runs(cli, db_path, toolret_subset, scripted_engine):
     make_registry(db_path, toolret_subset)
     with BuildLock(db_path):
-        result = cli("build", "--model", "scripted", *SMALL, "--json")
+        result = cli("build", *SCRIPTED, "--model", "scripted", *SMALL, "--json")
     assert result.code == 1 and "another build is already running" in result.err
     assert result.json()["error"] == "BuildRunningError"
 
 
 def test_bad_threshold_and_empty_registry(cli, db_path, scripted_engine):
-    assert cli("build", "--model", "x", "--keyword-merge", "magic").code == 1
-    assert cli("build", "--model", "x", "--max-children", "1").code == 2
+    assert cli("build", *SCRIPTED, "--model", "x", "--keyword-merge", "magic").code == 1
+    assert cli("build", *SCRIPTED, "--model", "x", "--max-children", "1").code == 2
     make_registry(db_path, [])
-    result = cli("build", "--model", "x")
+    result = cli("build", *SCRIPTED, "--model", "x")
     assert result.code == 1 and "registry is empty" in result.err
 
 
@@ -152,12 +155,12 @@ def test_tree_import_bad_files(cli, tmp_path, built):
     assert len(cli("tree", "list", "--json").json()) == 1          # nothing half-written
 
 
-def test_a_failed_build_keeps_the_active_tree(cli, db_path, built, monkeypatch):
-    def broken(settings, options):
+def test_a_failed_build_keeps_the_active_tree(cli, db_path, built, use_engine):
+    def broken(config):
         raise UserError("model 'nope' at /models/nope is not usable: config.json missing")
 
-    patch_make_engine(monkeypatch, broken)
-    result = cli("build", "--model", "nope", *SMALL)
+    use_engine("broken", broken)
+    result = cli("build", "--engine", "broken", "--model", "nope", *SMALL)
     assert result.code == 1 and "is not usable: config.json missing" in result.err
     with connect(db_path) as con:
         records = store.list_builds(con)
@@ -178,10 +181,11 @@ def test_progress_shows_each_round_with_its_services_and_tokens(tmp_path):
     services = synthetic(["weather", "travel"], 20)
     db = make_registry(tmp_path / "r.duckdb", services)
     progress = Progress(console=Console(file=io.StringIO(), width=200))
-    observer = common.RoundProgress(progress)
+    observer = output.RoundProgress(progress)
     with progress:
-        run_build(db, small_config(leaf_max_services=25, keyword_path_min_services=1000), lambda: ScriptedEngine(
-            DomainRule()), model="scripted", observer=observer)
+        run_build(load_settings(db=db), lambda: ScriptedEngine(DomainRule()),
+                  config=small_config(leaf_max_services=25, keyword_path_min_services=1000), model="scripted",
+                  observer=observer)
     descriptions = [task.description for task in progress.tasks]
     assert "level 0 · design · 40 services" in descriptions
     assert "level 0 · assign · 40 services" in descriptions

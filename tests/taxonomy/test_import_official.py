@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from a2x_local.errors import InputError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.search.llm.a2x import A2XSearch
-from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.taxonomy.importer import import_tree, read_tree_file
-from tests.search.a2x_helpers import Oracle
+from a2x_local.testing import ScriptedEngine
+from tests.search.a2x_helpers import Oracle, descent_config
 from tests.support.registries import SERVICES
 
 # Children listed in string order of their ids, as that implementation writes them (sub10 before sub2).
@@ -78,7 +77,7 @@ def test_the_imported_tree_is_searched_like_a_built_one(tmp_path):
     tree, _ = import_tree(data, services)
     tree.registry_fingerprint = "fp"
     oracle = Oracle(tree, {"fly to Rome and change money": {"flights", "currency"}})
-    method = A2XSearch(tree, services, ScriptedEngine(oracle), LlmSearchConfig.defaults())
+    method = A2XSearch(tree, services, ScriptedEngine(oracle), descent_config())
     answer = method.search("fly to Rome and change money", mode="get_all")
     assert set(answer.ids) == {"flights", "currency"}
     one = method.search("fly to Rome and change money", mode="get_one")
@@ -182,9 +181,9 @@ def test_a_category_under_two_parents_is_found_from_either_parent(tmp_path):
     assert len(flights_nodes) == 2 and {tree.nodes[n].parent for n in flights_nodes} == {"root/1", "root/2"}
     # A query that descends only into Finance still reaches the flights, as the published search would.
     oracle = Oracle(tree, {"pay for a flight": {"flights"}})
-    method = A2XSearch(tree, services, ScriptedEngine(oracle), LlmSearchConfig.defaults())
+    method = A2XSearch(tree, services, ScriptedEngine(oracle), descent_config())
     assert method.search("pay for a flight", mode="get_all").ids == ["flights"]
-    finance_only = A2XSearch(tree, services, ScriptedEngine(_only_under("root/2", oracle)), LlmSearchConfig.defaults())
+    finance_only = A2XSearch(tree, services, ScriptedEngine(_only_under("root/2", oracle)), descent_config())
     answer = finance_only.search("pay for a flight", mode="get_all")
     assert answer.ids == ["flights"] and answer.hits[0].path[:2] == ["root", "root/2"]
 

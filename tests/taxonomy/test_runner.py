@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +15,15 @@ import pytest
 
 from a2x_local.db import connect
 from a2x_local.errors import BuildRunningError, UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry.store import Registry
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
+from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.testing import ScriptedEngine, WordPolicy
+from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config, synthetic
 from tests.taxonomy.rules import DomainRule
@@ -53,7 +53,8 @@ def engine_for(services, *, fail_at: int | None = None, error: type[BaseExceptio
 
 def build(db_path, services, *, config=None, engine=None, resume=False, model="scripted-word"):
     engine = engine or engine_for(services)
-    return run_build(db_path, config or RUNNER, lambda: engine, model=model, resume=resume), engine
+    return run_build(load_settings(db=db_path), lambda: engine, config=config or RUNNER, model=model,
+                     resume=resume), engine
 
 
 def rows(db_path, build_id):
@@ -166,7 +167,7 @@ def test_a_model_that_fails_to_load_is_recorded_as_failed(tmp_path):
         raise OSError("no such file: model.safetensors")
 
     with pytest.raises(UserError, match="model failed to load: OSError"):
-        run_build(db, small_config(), load, model="missing")
+        run_build(load_settings(db=db), load, config=small_config(), model="missing")
     with connect(db) as con:
         [record] = store.list_builds(con)
         assert record.status == "failed" and "model.safetensors" in record.error
@@ -243,10 +244,12 @@ def test_resume_without_an_unfinished_build_says_so(tmp_path):
 _CHILD = """
 import json, sys, time
 from pathlib import Path
-from a2x_local.llm.scripted import ScriptedEngine
+from a2x_local.testing import ScriptedEngine
 from a2x_local.registry.types import Service
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
+from a2x_local.settings import load_settings
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.testing import WordPolicy
+from a2x_local.testing import WordPolicy
 from tests.taxonomy.test_runner import RUNNER
 
 db, marker, services_file, stop_at = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
@@ -261,7 +264,7 @@ def generate(requests):
     return original(requests)
 
 engine._generate = generate
-run_build(db, RUNNER, lambda: engine, model="scripted-word")
+run_build(load_settings(db=db), lambda: engine, config=RUNNER, model="scripted-word")
 """
 
 
@@ -271,9 +274,8 @@ def test_a_build_killed_with_sigkill_releases_the_lock_and_resumes(tmp_path, too
     services_file = tmp_path / "services.json"
     services_file.write_text(json.dumps([{"id": s.id, "type": s.type, "name": s.name,
                                           "description": s.description} for s in toolret_subset]))
-    root = Path(__file__).resolve().parents[2]
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(db), str(marker), str(services_file), "6"],
-                             cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    child = subprocess.Popen(python_command(_CHILD, str(db), str(marker), str(services_file), "6"), cwd=ROOT,
+                             env=tree_env())
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():
@@ -301,8 +303,8 @@ def test_a_chinese_registry_gets_categories_named_in_chinese_and_the_record_says
                 for domain, label in names.items() for i in range(20)]
     db = make_registry(tmp_path / "zh.duckdb", services)
     recorder = Recorder(DomainRule())
-    outcome = run_build(db, small_config(leaf_max_services=25, keyword_path_min_services=1000),
-                        lambda: ScriptedEngine(recorder), model="scripted")
+    outcome = run_build(load_settings(db=db), lambda: ScriptedEngine(recorder),
+                        config=small_config(leaf_max_services=25, keyword_path_min_services=1000), model="scripted")
     with connect(db) as con:
         assert store.get_build(con, outcome.build_id).thresholds["category_language"] == "Chinese"
     designs = recorder.of("design")

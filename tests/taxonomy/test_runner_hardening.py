@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,19 +14,20 @@ import pytest
 
 from a2x_local.db import connect, transaction
 from a2x_local.errors import UserError
-from a2x_local.llm.scripted import ScriptedEngine
 from a2x_local.registry import Registry
+from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.runner import run_build
-from a2x_local.taxonomy.scripted_policy import WordPolicy
-from a2x_local.taxonomy.spill import spill_path
+from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.build.spill import spill_path
+from a2x_local.testing import ScriptedEngine, WordPolicy
+from tests.support.paths import ROOT
+from tests.support.processes import python_command, tree_env
 from tests.support.registries import make_registry, toolret_services
 from tests.taxonomy.helpers import small_config, synthetic
 
 # ~150 real services, two levels, a dozen rounds (the keyword path included).
 CONFIG = small_config(max_depth=2, keyword_path_min_services=100)
 SERVICES = toolret_services()[::12]
-ROOT = Path(__file__).resolve().parents[2]
 
 _HOLDER = """
 import sys, time, duckdb
@@ -63,7 +63,10 @@ class Scripted:
 
 def build(db: Path, scripted: Scripted | None = None, **kwargs):
     scripted = scripted or Scripted()
-    return run_build(db, CONFIG, lambda: scripted.engine, model="scripted-word", **kwargs), scripted
+    # The database waits are [registry] settings, as every command reads them.
+    waits = {key: kwargs.pop(key) for key in ("lock_timeout_s", "checkpoint_wait_s") if key in kwargs}
+    settings = load_settings(db=db).with_overrides("registry", **waits)
+    return run_build(settings, lambda: scripted.engine, config=CONFIG, model="scripted-word", **kwargs), scripted
 
 
 def tree_rows(db: Path, build_id: int) -> tuple:
@@ -86,7 +89,7 @@ def reference(tmp_path_factory):
 
 def hold_database(db: Path, seconds: float, marker: Path) -> subprocess.Popen:
     """Another process opens the database and keeps it for ``seconds``; returns once it holds it."""
-    child = subprocess.Popen([sys.executable, "-c", _HOLDER, str(db), str(marker), str(seconds)])
+    child = subprocess.Popen(python_command(_HOLDER, str(db), str(marker), str(seconds)), env=tree_env(), cwd=ROOT)
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert child.poll() is None and time.monotonic() < deadline, "the holder never opened the database"
@@ -198,16 +201,14 @@ def test_a_build_whose_services_were_removed_meanwhile_is_not_activated(tmp_path
         assert store.get_build(con, outcome.build_id).status == "completed"
 
 
-def test_cli_build_json_says_whether_the_tree_became_active(tmp_path, reference, cli, monkeypatch):
-    from tests.support.engines import patch_make_engine
-
+def test_cli_build_json_says_whether_the_tree_became_active(tmp_path, reference, cli, use_engine):
     registry, _, _ = reference
     db = Path(shutil.copy(registry, tmp_path / "r.duckdb"))
     scripted = Scripted(at=2, hook=lambda: change_registry(db, remove=[SERVICES[5].id]))
-    patch_make_engine(monkeypatch, lambda settings, options: scripted.engine)
+    use_engine("scripted", lambda config: scripted.engine)
     flags = ["--leaf-size", "15", "--max-depth", "2", "--max-children", "8", "--keyword-threshold", "100",
              "--keyword-merge", "stem"]
-    result = cli("build", "--model", "scripted-word", *flags, "--json", "--db", db, db=False)
+    result = cli("build", "--engine", "scripted", "--model", "scripted-word", *flags, "--json", "--db", db, db=False)
     assert result.code == 0, result.err
     data = result.json()
     assert data["active"] is False and "NOT activated" in data["notes"][-1]

@@ -11,10 +11,9 @@ from pydantic import ValidationError
 from a2x_local.llm.constraints import grammar_problem
 from a2x_local.llm.types import JsonConstraint, RegexConstraint
 from a2x_local.taxonomy import prompts
-from a2x_local.taxonomy.assign import one_regex
-from a2x_local.taxonomy.calls import system_values
-from a2x_local.taxonomy.config import BuildConfig
-from a2x_local.taxonomy.schemas import (
+from a2x_local.taxonomy.build.assign import one_regex
+from a2x_local.taxonomy.build.calls import system_values
+from a2x_local.taxonomy.build.schemas import (
     design_model,
     keywords_item,
     lines_regex,
@@ -25,6 +24,7 @@ from a2x_local.taxonomy.schemas import (
     positions_item,
     validation_model,
 )
+from a2x_local.taxonomy.config import BuildConfig
 from tests.taxonomy.rules import categories_json
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -10,19 +9,25 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
+from a2x_local.jsonfiles import JsonLimits, check_depth
 from a2x_local.registry.config import RegistryConfig
 from a2x_local.registry.types import SERVICE_TYPES, Service, canonical_json
+from a2x_local.text import id_problem, text_problem
+
+# What to do about a file or an entry that a format cannot read (nothing is written: an ingest is all or nothing).
+FORMAT_HINT = ("docs/registry.md (The six formats) shows what each format holds; `--format` names the format when"
+               " the guess from the file is wrong")
+ENTRY_HINT = "fix that entry and ingest again (nothing was written); docs/registry.md describes each format's fields"
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Size limits on what a service and an input file may carry (from the [registry] config section)."""
+class Limits(JsonLimits):
+    """Size limits on what a service and an input file may carry (from the [registry] config section); the file's
+    size and nesting are the core JSON reader's limits."""
 
     max_description_chars: int
     max_name_chars: int
     max_metadata_bytes: int
-    max_file_bytes: int
-    max_json_depth: int
 
     @classmethod
     def from_config(cls, config: RegistryConfig) -> Limits:
@@ -33,91 +38,6 @@ class Limits:
     @classmethod
     def defaults(cls) -> Limits:
         return cls.from_config(RegistryConfig.defaults())
-
-
-def read_text(path: Path, limits: Limits) -> str:
-    """The file's text: must be readable, non-empty UTF-8 (a BOM is accepted) and within the size limit."""
-    shown = str(path)
-    try:
-        size = path.stat().st_size
-        if size > limits.max_file_bytes:
-            raise InputError(shown, f"is {size:,} bytes, over the limit of {limits.max_file_bytes:,}",
-                             hint="split it, or raise [registry] max_file_bytes to accept it")
-        data = path.read_bytes()
-    except IsADirectoryError as exc:
-        raise InputError(shown, "is a folder where a file was expected") from exc
-    except FileNotFoundError as exc:
-        raise InputError(shown, "file not found" if not path.is_symlink() else "is a broken symbolic link") from exc
-    except OSError as exc:
-        raise InputError(shown, f"cannot read file: {exc.strerror or exc}") from exc
-    if not data.strip():
-        raise InputError(shown, "file is empty")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(shown, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                                f"(line {line})", hint="convert the file to UTF-8") from exc
-
-
-def parse_json(text: str, limits: Limits, file: str, entry: str | None = None, field: str | None = None) -> Any:
-    """JSON text to Python values, refusing nesting deeper than the limit (the decoder itself recurses)."""
-    try:
-        value = json.loads(text)
-    except RecursionError as exc:
-        raise InputError(file, f"{_TOO_DEEP} (Python's JSON decoder gave up)", entry=entry, field=field,
-                         hint=_DEPTH_HINT) from exc
-    except json.JSONDecodeError as exc:
-        where = f" at line {exc.lineno}, column {exc.colno}" if entry is None else f" at column {exc.colno}"
-        raise InputError(file, f"malformed JSON: {exc.msg}{where}", entry=entry, field=field) from exc
-    check_depth(value, limits.max_json_depth, file, entry=entry, field=field)
-    return value
-
-
-def load_json(path: Path, limits: Limits) -> Any:
-    """Parse a JSON file, reporting syntax errors with line and column."""
-    return parse_json(read_text(path, limits), limits, str(path))
-
-
-_TOO_DEEP = "is nested too deeply"
-_DEPTH_HINT = "flatten it, or raise [registry] max_json_depth to accept it"
-
-
-def check_depth(value: Any, limit: int, file: str, *, entry: str | None = None, field: str | None = None) -> None:
-    """Refuse arrays and objects nested deeper than ``limit``, naming where (iterative: no recursion to exhaust)."""
-    stack: list[tuple[Any, int, tuple[str, ...]]] = [(value, 1, ())]
-    while stack:
-        node, depth, where = stack.pop()
-        if isinstance(node, dict):
-            children: Any = ((f".{key}", child) for key, child in node.items())
-        elif isinstance(node, list):
-            children = ((f"[{k}]", child) for k, child in enumerate(node))
-        else:
-            continue
-        if depth > limit:
-            shown = "$" + "".join(where[:8]) + ("…" if len(where) > 8 else "")
-            raise InputError(file, f"{_TOO_DEEP}: more than {limit} levels of arrays and objects at {shown}",
-                             entry=entry, field=field, hint=_DEPTH_HINT)
-        stack.extend((child, depth + 1, (*where, step)) for step, child in children)
-
-
-# C0 controls, DEL and C1 controls: they would reach an operator's terminal as escape sequences (ESC [2J clears it).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_LINE_BREAKS = {"\t", "\n", "\r"}
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def text_problem(value: str, *, multiline: bool) -> str | None:
-    """Why this text cannot be stored (a control character, a lone surrogate), else None."""
-    for match in _CONTROL.finditer(value):
-        if not (multiline and match.group() in _LINE_BREAKS):
-            return (f"contains the control character U+{ord(match.group()):04X} at position {match.start()} "
-                    "(terminal control characters are not accepted)")
-    match = _SURROGATE.search(value)
-    if match:
-        return (f"contains an unpaired surrogate U+{ord(match.group()):04X} at position {match.start()} "
-                "(not valid Unicode)")
-    return None
 
 
 class EntryReader:
@@ -133,7 +53,7 @@ class EntryReader:
         self.data: dict[str, Any] = data
 
     def fail(self, message: str, field: str | None = None) -> None:
-        raise InputError(self.file, message, entry=self.entry, field=field)
+        raise InputError(self.file, message, entry=self.entry, field=field, hint=ENTRY_HINT)
 
     def text(self, field: str, *, required: bool = True, default: str | None = None) -> str | None:
         """A string field; required ones must be present and not blank."""
@@ -175,8 +95,10 @@ class EntryReader:
         if len(id) > 500 or any(ch in id for ch in "\n\r\t"):
             self.fail("must be a single line of at most 500 characters", id_field)
         name, description = name.strip(), description.strip()
-        for field, value, multiline in ((id_field, id, False), (name_field, name, False),
-                                        (description_field, description, True)):
+        problem = id_problem(id)
+        if problem:
+            self.fail(problem, id_field)
+        for field, value, multiline in ((name_field, name, False), (description_field, description, True)):
             problem = text_problem(value, multiline=multiline)
             if problem:
                 self.fail(problem, field)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, json_type, slug
+from a2x_local.registry.formats._common import FORMAT_HINT, EntryReader, Limits, json_type, slug
 from a2x_local.registry.types import Service
 
 NAME = "a2a-card"
@@ -90,7 +90,7 @@ def _summary(skills: list[dict[str, Any]]) -> str:
 def parse(path: Path, data: Any, limits: Limits, **_: Any) -> list[Service]:
     cards = _cards(data)
     if not cards:
-        raise InputError(str(path), "contains no agent cards")
+        raise InputError(str(path), "contains no agent cards", hint=FORMAT_HINT)
     services = []
     for index, card in enumerate(cards):
         reader = EntryReader(path, index, card, limits)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, json_type
+from a2x_local.registry.formats._common import FORMAT_HINT, EntryReader, Limits, json_type
 from a2x_local.registry.types import Service
 
 NAME = "mcp-server"
@@ -44,9 +44,10 @@ def matches(data: Any) -> bool:
 def parse(path: Path, data: Any, limits: Limits, **_: Any) -> list[Service]:
     documents = _documents(data)
     if not isinstance(documents, list):
-        raise InputError(str(path), f"'servers' must be an array, got {json_type(documents)}", field="servers")
+        raise InputError(str(path), f"'servers' must be an array, got {json_type(documents)}", field="servers",
+                         hint=FORMAT_HINT)
     if not documents:
-        raise InputError(str(path), "contains no servers")
+        raise InputError(str(path), "contains no servers", hint=FORMAT_HINT)
     services = []
     for index, item in enumerate(documents):
         wrapper = EntryReader(path, index, item, limits)

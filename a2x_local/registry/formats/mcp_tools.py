@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, json_type
+from a2x_local.registry.formats._common import FORMAT_HINT, EntryReader, Limits, json_type
 from a2x_local.registry.types import Service
 
 NAME = "mcp-tools"
@@ -47,9 +47,9 @@ def parse(path: Path, data: Any, limits: Limits, *, server: str | None = None, *
     result = _result(data)
     tools = result.get("tools")
     if not isinstance(tools, list):
-        raise InputError(str(path), f"must be an array, got {json_type(tools)}", field="tools")
+        raise InputError(str(path), f"must be an array, got {json_type(tools)}", field="tools", hint=FORMAT_HINT)
     if not tools:
-        raise InputError(str(path), "contains no tools", field="tools")
+        raise InputError(str(path), "contains no tools", field="tools", hint=FORMAT_HINT)
     server_name = _server_name(path, data, server)
     services = []
     for index, item in enumerate(tools):

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, json_type
+from a2x_local.registry.formats._common import FORMAT_HINT, EntryReader, Limits, json_type
 from a2x_local.registry.types import Service
 
 NAME = "a2x"
@@ -23,9 +23,9 @@ def matches(data: Any) -> bool:
 def parse(path: Path, data: Any, limits: Limits, **_: Any) -> list[Service]:
     entries = data.get("services") if isinstance(data, dict) and "services" in data else data
     if not isinstance(entries, list):
-        raise InputError(str(path), f"expected a JSON array of services, got {json_type(entries)}")
+        raise InputError(str(path), f"expected a JSON array of services, got {json_type(entries)}", hint=FORMAT_HINT)
     if not entries:
-        raise InputError(str(path), "contains no services")
+        raise InputError(str(path), "contains no services", hint=FORMAT_HINT)
     services = []
     for index, item in enumerate(entries):
         reader = EntryReader(path, index, item, limits)

@@ -8,7 +8,8 @@ from typing import Any
 import yaml
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, check_depth, read_text
+from a2x_local.jsonfiles import check_depth, read_text
+from a2x_local.registry.formats._common import EntryReader, Limits
 from a2x_local.registry.types import Service
 
 NAME = "skills"
@@ -28,14 +29,18 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+SKILL_HINT = ("a SKILL.md starts with YAML front matter between two '---' lines, with name and description"
+              " (docs/registry.md)")
+
+
 def _front_matter(path: Path, text: str, limits: Limits) -> tuple[dict[str, Any], str]:
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
-        raise InputError(str(path), "has no YAML front matter (the file must start with a '---' line)")
+        raise InputError(str(path), "has no YAML front matter (the file must start with a '---' line)", hint=SKILL_HINT)
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration as exc:
-        raise InputError(str(path), "front matter is not closed by a '---' line") from exc
+        raise InputError(str(path), "front matter is not closed by a '---' line", hint=SKILL_HINT) from exc
     try:
         meta = yaml.load("\n".join(lines[1:end]), Loader=_NoAliasLoader)  # a SafeLoader, minus aliases
     except RecursionError as exc:
@@ -44,9 +49,11 @@ def _front_matter(path: Path, text: str, limits: Limits) -> tuple[dict[str, Any]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise InputError(str(path), f"front matter is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+        raise InputError(str(path), f"front matter is not valid YAML{where}: {getattr(exc, 'problem', exc)}",
+                         hint=SKILL_HINT) from exc
     if not isinstance(meta, dict):
-        raise InputError(str(path), "front matter must be a mapping of fields (name, description, ...)")
+        raise InputError(str(path), "front matter must be a mapping of fields (name, description, ...)",
+                         hint=SKILL_HINT)
     check_depth(meta, limits.max_json_depth, str(path), entry="front matter")
     return meta, "\n".join(lines[end + 1:]).strip()
 

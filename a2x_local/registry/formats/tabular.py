@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.registry.formats._common import EntryReader, Limits, parse_json, read_text
+from a2x_local.jsonfiles import parse_json, read_text
+from a2x_local.registry.formats._common import EntryReader, Limits
 from a2x_local.registry.types import Service
 
 REQUIRED_COLUMNS = ("id", "name", "description")
+CSV_HINT = ("a CSV file needs a header with id, name and description (type, source, metadata optional) and one row"
+            " per service; JSONL: one such object per line")
 
 
 def _service(reader: EntryReader, row: dict[str, Any]) -> Service:
@@ -33,7 +36,7 @@ def parse_jsonl(path: Path, limits: Limits) -> list[Service]:
         reader = EntryReader(path, f"line {number}", row, limits)
         services.append(_service(reader, row))
     if not services:
-        raise InputError(str(path), "contains no services")
+        raise InputError(str(path), "contains no services", hint=CSV_HINT)
     return services
 
 
@@ -58,13 +61,13 @@ def _csv_services(path: Path, rows: csv.DictReader, limits: Limits) -> list[Serv
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise InputError(str(path), f"the header lacks column(s) {', '.join(missing)} "
-                                    f"(needs {', '.join(REQUIRED_COLUMNS)})", entry="header")
+                                    f"(needs {', '.join(REQUIRED_COLUMNS)})", entry="header", hint=CSV_HINT)
     services = []
     for row in rows:
         number = rows.line_num
         if None in row:
             raise InputError(str(path), f"has {len(header) + len(row[None])} values for {len(header)} columns",
-                             entry=f"line {number}")
+                             entry=f"line {number}", hint=CSV_HINT)
         values: dict[str, Any] = {k: v for k, v in row.items() if (v is not None and v != "") or k in REQUIRED_COLUMNS}
         if values.get("metadata"):
             values["metadata"] = parse_json(values["metadata"], limits, str(path), entry=f"line {number}",
@@ -72,5 +75,5 @@ def _csv_services(path: Path, rows: csv.DictReader, limits: Limits) -> list[Serv
         reader = EntryReader(path, f"line {number}", values, limits)
         services.append(_service(reader, values))
     if not services:
-        raise InputError(str(path), "has a header but no rows")
+        raise InputError(str(path), "has a header but no rows", hint=CSV_HINT)
     return services

@@ -71,7 +71,7 @@ class A2XSearch:
         if not requests:
             return []
         started = time.perf_counter()
-        modes = checked_modes(requests, self.config.default_mode)
+        modes = checked_modes(requests, self.config.default_mode, self.name)
         queries = [request.query for request in requests]
         runner = RoundRunner(self.engine, len(requests))
         walks = self.descender.descend(list(zip(queries, modes, strict=True)), runner)

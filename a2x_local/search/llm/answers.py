@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from a2x_local.search.llm.config import check_mode
 from a2x_local.search.llm.descent import NodeDecision
-from a2x_local.search.llm.rounds import Ledger
 from a2x_local.search.llm.selection import Selection
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
+from a2x_local.search.methods import check_mode
+from a2x_local.search.types import MODES, Hit, SearchAnswer, SearchCost, SearchRequest, check_queries
 
 
-def checked_modes(requests: Sequence[SearchRequest], default_mode: str) -> list[str]:
-    """Each request's mode; an empty query or unknown mode stops the batch before any model call."""
+def checked_modes(requests: Sequence[SearchRequest], default_mode: str, method: str) -> list[str]:
+    """Each request's mode (``default_mode`` when it gives none); an empty query or a mode the method does not take
+    stops the batch before any model call."""
     check_queries([request.query for request in requests])
-    return [check_mode(request.mode, default_mode) for request in requests]
+    return [str(check_mode(method, MODES, request.mode, default=default_mode)) for request in requests]
 
 
 def failure(selection: Selection, decisions: Sequence[NodeDecision] = ()) -> str | None:
@@ -34,10 +34,8 @@ def failure(selection: Selection, decisions: Sequence[NodeDecision] = ()) -> str
     return f"all {len(calls)} {stage} calls failed, e.g. {errors[0]}"
 
 
-def make_answer(request: SearchRequest, hits: list[Hit], ledger: Ledger, seconds: float,
+def make_answer(request: SearchRequest, hits: list[Hit], ledger: SearchCost, seconds: float,
                 trace: dict[str, Any], error: str | None = None) -> SearchAnswer:
     """A SearchAnswer carrying the query's own share of model calls, tokens and rounds."""
-    return SearchAnswer(query=request.query, hits=hits, ranked=False, prompt_tokens=ledger.prompt_tokens,
-                        completion_tokens=ledger.completion_tokens, calls=ledger.calls, rounds=ledger.rounds,
-                        candidates_shown=ledger.candidates_shown, capped=ledger.capped, seconds=seconds,
-                        trace=trace, error=error)
+    return SearchAnswer(query=request.query, hits=hits, ranked=False, seconds=seconds, trace=trace, error=error,
+                        **ledger.cost_values(SearchCost))

@@ -64,7 +64,7 @@ class FullCatalogue:
         if not requests:
             return []
         started = time.perf_counter()
-        modes = checked_modes(requests, self.config.default_mode)
+        modes = checked_modes(requests, self.config.default_mode, self.name)
         runner = RoundRunner(self.engine, len(requests))
         jobs = [SelectionJob(request.query, mode, [Group(CATALOGUE_KEY, self.ids)])
                 for request, mode in zip(requests, modes, strict=True)]
@@ -94,7 +94,7 @@ class RetrieveSelect:
         if not requests:
             return []
         started = time.perf_counter()
-        modes = checked_modes(requests, self.config.default_mode)
+        modes = checked_modes(requests, self.config.default_mode, self.name)
         queries = [request.query for request in requests]
         retrieved = self.retriever.retrieve(queries, self.config.select_top_k)
         runner = RoundRunner(self.engine, len(requests))

@@ -6,13 +6,12 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from a2x_local.errors import UserError
-from a2x_local.settings import SectionConfig, Settings
+from a2x_local.search.types import Mode
+from a2x_local.settings import SectionConfig, register_named_table
 
-Mode = Literal["get_all", "get_important", "get_one"]
-MODES: tuple[str, ...] = ("get_all", "get_important", "get_one")
 # The table of named lever settings (`[search] preset` picks one; docs/search.md "Presets").
 PRESETS_TABLE = "search_presets"
 
@@ -76,6 +75,17 @@ class LlmSearchConfig(SectionConfig):
         return super().load(config, **{**bundle, **given, "preset": name})
 
 
+def _preset_model() -> type[BaseModel]:
+    """What one `[search_presets.NAME]` table may hold: any `[search]` key but `preset` (its values are checked when
+    the preset is used, over the [search] table), so a misspelt key is named when the command starts."""
+    fields: dict[str, Any] = {name: (info.annotation | None, None) for name, info in
+                              LlmSearchConfig.model_fields.items() if name != "preset"}
+    return create_model("SearchPreset", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+register_named_table(PRESETS_TABLE, _preset_model())
+
+
 def prerank_shown(config: LlmSearchConfig, size: int) -> int:
     """How many of a group's ``size`` services pre-ranking shows first (all of them when it is off)."""
     if not config.prerank_min:
@@ -94,16 +104,3 @@ def answer_cap(mode: str, limit: int, offered: int) -> int | None:
     """The cap a prompt states (None: none to state): the answer ``limit`` where it is below what is offered,
     outside get_one. An answer holding that many was capped, and may have left out wanted items."""
     return limit if mode != "get_one" and limit < offered else None
-
-
-def llm_search_config(settings: Settings, **overrides: object) -> LlmSearchConfig:
-    """The `[search]` table with ``overrides`` (None values ignored), validated with a readable error."""
-    return LlmSearchConfig.from_settings(settings, **overrides)
-
-
-def check_mode(mode: str | None, default: str) -> str:
-    """A request's mode, or the default; an unknown mode is a user error listing the known ones."""
-    chosen = mode or default
-    if chosen not in MODES:
-        raise UserError(f"unknown search mode '{chosen}'", hint=f"choose one of: {', '.join(MODES)}")
-    return chosen

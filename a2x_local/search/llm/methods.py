@@ -1,7 +1,9 @@
 """The LLM search methods as registry entries: `a2x`, `a2x+rescue`, `full` and `select`.
 
 Each factory reads what it needs from the registry database (the active tree, which keeps serving when stale; the
-services), builds its retrieval pre-filter, and only then its engine, so bad input fails before a model loads.
+services), then gets its engine, and only then builds its retrieval pre-filter: a missing tree fails before a model
+loads, and a missing or incomplete model (the engine's check of its files) fails in a second, before the embedding
+model and the indexes load (the optional libraries they need are checked first of all).
 Library callers that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI
 passes a model.
 """
@@ -19,13 +21,14 @@ from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
-from a2x_local.search.llm.config import MODES, LlmSearchConfig, llm_search_config
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.staleness import Staleness, serving_tree
 from a2x_local.search.methods import MethodSpec, ProgressFactory
-from a2x_local.search.retrieval.config import TextField, retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig, TextField
 from a2x_local.search.retrieval.corpus import Corpus, read_corpus
 from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS, hybrid_retriever
 from a2x_local.search.retrieval.retrievers import HybridRetriever
+from a2x_local.search.types import MODES
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, load_active_tree
 
@@ -83,7 +86,7 @@ _RETRIEVAL_KEYS = ("embedding_model", "text")
 def search_config(settings: Settings, options: BaseModel) -> LlmSearchConfig:
     """`[search]` with the options that name its keys."""
     values = options.model_dump(exclude_none=True, exclude={*ENGINE_OPTION_NAMES, *_RETRIEVAL_KEYS})
-    return llm_search_config(settings, **values)
+    return LlmSearchConfig.from_settings(settings, **values)
 
 
 def engine_for(settings: Settings, options: LlmOptions) -> Engine:
@@ -110,7 +113,7 @@ def _serving(tree: Tree | None, corpus: Corpus) -> tuple[Tree, Staleness | None]
 def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
                progress: ProgressFactory | None) -> HybridRetriever:
     """The hybrid pre-filter over the corpus already read (its indexes built on the way when missing or stale)."""
-    config = retrieval_config(settings, text=options.text)
+    config = RetrievalConfig.from_settings(settings, text=options.text)
     return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
 
 
@@ -120,18 +123,20 @@ def _a2x(settings: Settings, db_path: Path, options: A2XOptions, progress: Progr
         check(*DENSE_NEEDS, *BM25_NEEDS, feature="a2x pre-ranking ([search] prerank_min; 0 turns it off)")
     active, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     tree, stale = _serving(active, corpus)
+    engine = engine_for(settings, options)
     ranker = _retriever(settings, corpus, options, progress) if config.prerank_min else None
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, ranker=ranker, stale=stale)
+    return A2XSearch(tree, _by_id(corpus), engine, config, ranker=ranker, stale=stale)
 
 
 def _rescue(settings: Settings, db_path: Path, options: RescueOptions,
             progress: ProgressFactory | None) -> A2XSearch:
     config = search_config(settings, options)
+    check(*DENSE_NEEDS, *BM25_NEEDS, feature="a2x+rescue (its hybrid retrieval)")
     active, corpus = load_corpus_and_tree(settings, db_path, tree=True)
     tree, stale = _serving(active, corpus)
+    engine = engine_for(settings, options)
     retriever = _retriever(settings, corpus, options, progress)
-    return A2XSearch(tree, _by_id(corpus), engine_for(settings, options), config, rescue=retriever, ranker=retriever,
-                     stale=stale)
+    return A2XSearch(tree, _by_id(corpus), engine, config, rescue=retriever, ranker=retriever, stale=stale)
 
 
 def _full(settings: Settings, db_path: Path, options: LlmOptions,
@@ -144,9 +149,11 @@ def _full(settings: Settings, db_path: Path, options: LlmOptions,
 def _select(settings: Settings, db_path: Path, options: SelectOptions,
             progress: ProgressFactory | None) -> RetrieveSelect:
     config = search_config(settings, options)
+    check(*DENSE_NEEDS, *BM25_NEEDS, feature="select (its hybrid retrieval)")
     _, corpus = load_corpus_and_tree(settings, db_path, tree=False)
+    engine = engine_for(settings, options)
     retriever = _retriever(settings, corpus, options, progress)
-    return RetrieveSelect(corpus.services, retriever, engine_for(settings, options), config)
+    return RetrieveSelect(corpus.services, retriever, engine, config)
 
 
 def _by_id(corpus: Corpus) -> dict[str, Service]:
@@ -154,10 +161,15 @@ def _by_id(corpus: Corpus) -> dict[str, Service]:
 
 
 A2X_SPEC = MethodSpec("a2x", "LLM descent over the active tree, then selection (A2X)", A2XOptions, _a2x,
-                      modes=MODES)
+                      engine="required", modes=MODES, cost="llm",
+                      cost_note="a few short prompts per query: one per tree level, then the selection")
 RESCUE_SPEC = MethodSpec("a2x+rescue", "A2X plus the hybrid top-k as one more candidate group", RescueOptions,
-                         _rescue, modes=MODES)
+                         _rescue, engine="required", modes=MODES, cost="llm",
+                         cost_note="A2X's prompts plus one selection over the hybrid top-k")
 FULL_SPEC = MethodSpec("full", "the whole catalogue in one prompt; the model picks", LlmOptions, _full,
-                       modes=MODES)
+                       engine="required", modes=MODES, cost="llm-heavy",
+                       cost_note="one prompt holding every service (about 40K tokens per query on ToolRet's "
+                                 "1,839 services), split into parts when it exceeds the context window")
 SELECT_SPEC = MethodSpec("select", "hybrid top-k handed to the model for selection", SelectOptions, _select,
-                         modes=MODES)
+                         engine="required", modes=MODES, cost="llm",
+                         cost_note="one prompt of the hybrid top-k (select_top_k) per query")

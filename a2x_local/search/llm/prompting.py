@@ -9,7 +9,7 @@ query first, exists to measure what this one saves.
 from __future__ import annotations
 
 from a2x_local.prompts import PromptBook
-from a2x_local.search.llm.config import MODES
+from a2x_local.search.types import MODES
 
 CALL_TYPES = ("descend", "select", "full")
 # Where every call type's user part puts the request: its last paragraph (the prompt files say so).

@@ -7,30 +7,18 @@ with the query it serves, so tokens and calls can be summed per query (and add u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from a2x_local.llm import Engine, Request, Result
-
-
-@dataclass
-class Ledger:
-    """One query's share: calls counts attempts (retries included), as the engine's usage does; ``capped`` counts
-    answers that filled a cap smaller than the list offered (the model may have wanted more)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    calls: int = 0
-    rounds: int = 0
-    candidates_shown: int = 0
-    capped: int = 0
+from a2x_local.search.types import SearchCost
 
 
 class RoundRunner:
-    """Runs engine rounds for a batch of queries and keeps one ledger per query."""
+    """Runs engine rounds for a batch of queries and keeps one ledger per query: its share of the rounds (calls
+    count attempts, retries included, as the engine's usage does)."""
 
     def __init__(self, engine: Engine, queries: int) -> None:
         self.engine = engine
-        self.ledgers = [Ledger() for _ in range(queries)]
+        self.ledgers = [SearchCost() for _ in range(queries)]
 
     def run(self, owners: Sequence[int], requests: Sequence[Request]) -> list[Result]:
         """One engine call for all ``requests``; ``owners[i]`` is the query that ``requests[i]`` serves."""

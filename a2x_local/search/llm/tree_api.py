@@ -13,9 +13,11 @@ from typing import Any
 from a2x_local.llm import Engine
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
-from a2x_local.search.llm.config import check_mode, llm_search_config
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.descent import Descender, Walk
 from a2x_local.search.llm.rounds import RoundRunner
+from a2x_local.search.methods import check_mode
+from a2x_local.search.types import MODES
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree
 
@@ -31,9 +33,9 @@ def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequen
     compact lines save tokens on every query, while a placement is made once per service and decides where it is
     found.
     """
-    config = llm_search_config(settings, **{"category_lines": "full", **overrides, "direct_select_below": 0,
-                                            "other_services_child": "none"})
-    chosen = check_mode(mode, config.default_mode)
+    config = LlmSearchConfig.from_settings(settings, **{"category_lines": "full", **overrides,
+                                                        "direct_select_below": 0, "other_services_child": "none"})
+    chosen = str(check_mode("a2x", MODES, mode, default=config.default_mode))
     runner = RoundRunner(engine, len(queries))
     return Descender(tree, engine, config).descend([(query, chosen) for query in queries], runner)
 
@@ -41,5 +43,5 @@ def descend_tree(settings: Settings, tree: Tree, engine: Engine, queries: Sequen
 def tree_search(settings: Settings, tree: Tree, services: Mapping[str, Service], engine: Engine, *,
                 name: str | None = None, **overrides: Any) -> A2XSearch:
     """The `a2x` search method over ``tree`` (every service it names must be in ``services``)."""
-    return A2XSearch(tree, services, engine, llm_search_config(settings, **overrides),
+    return A2XSearch(tree, services, engine, LlmSearchConfig.from_settings(settings, **overrides),
                      name=name or f"a2x tree {tree.build_id}")

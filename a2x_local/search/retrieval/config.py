@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,12 +61,12 @@ class RetrievalConfig(SectionConfig):
     def text_options(self) -> TextOptions:
         return TextOptions(text=self.text, params=self.text_params)
 
-
-def retrieval_config(settings: Settings, **overrides: object) -> RetrievalConfig:
-    """The `[retrieval]` table with ``overrides`` (None values ignored), validated with a readable error; relative
-    alias paths are taken from the models folder."""
-    config = RetrievalConfig.from_settings(settings, **overrides)
-    models = {name: alias.model_copy(update={"path": str(settings.models_dir / alias.path)})
-              if alias.path and not Path(alias.path).expanduser().is_absolute() else alias
-              for name, alias in config.embedding_models.items()}
-    return config.model_copy(update={"embedding_models": models})
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> Self:
+        """The table as every stage's is built (see `SectionConfig.from_settings`), with the embedding aliases'
+        relative paths taken from the settings' models folder."""
+        config = super().from_settings(settings, **overrides)
+        models = {name: alias.model_copy(update={"path": str(settings.models_dir / alias.path)})
+                  if alias.path and not Path(alias.path).expanduser().is_absolute() else alias
+                  for name, alias in config.embedding_models.items()}
+        return config.model_copy(update={"embedding_models": models})

@@ -84,7 +84,7 @@ def read_corpus(con: duckdb.DuckDBPyConnection, db_path: Path) -> Corpus:
                   auto if isinstance(auto, dict) else None, fusion if isinstance(fusion, dict) else None)
 
 
-def load_corpus(db_path: Path, *, lock_timeout_s: float = 30.0) -> Corpus:
+def load_corpus(db_path: Path, *, lock_timeout_s: float | None = None) -> Corpus:
     """Read the registry once; an empty registry is a user error (nothing to index or search)."""
     with connect(db_path, lock_timeout_s=lock_timeout_s, mode="read") as con:
         return read_corpus(con, db_path)

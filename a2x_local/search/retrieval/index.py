@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from a2x_local.errors import UserError
+from a2x_local.errors import InputError, UserError
 from a2x_local.hashing import stable_hash
+from a2x_local.jsonfiles import read_json
 
 T = TypeVar("T")
 META = "meta.json"
@@ -133,8 +134,8 @@ class IndexStore:
         if not (folder / META).is_file():
             return False
         try:
-            stored = json.loads((folder / IDS).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stored = read_json(folder / IDS)
+        except InputError:
             return False
         return stored == ids
 
@@ -152,7 +153,9 @@ class IndexStore:
         except OSError as exc:
             # Another process installed the same index between our check and now; theirs is as good as ours.
             if not (final / META).is_file():
-                raise UserError(f"{final}: cannot install the index: {exc}") from exc
+                raise UserError(f"{final}: cannot install the index: {exc}",
+                                hint="check the free disk space and the folder's permissions; the indexes are"
+                                     " rebuilt on the next search") from exc
 
     def _prune(self, kind: str, variant: dict[str, Any], keep: Path) -> None:
         prefix = f"{kind}-{stable_hash(variant, 12)}-"

@@ -12,7 +12,7 @@ from a2x_local.extras import check
 from a2x_local.llm import resolve_embedding
 from a2x_local.registry import Registry
 from a2x_local.search.methods import ProgressFactory
-from a2x_local.search.retrieval.config import RetrievalConfig, retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import (
     AUTO_EMBEDDING_SETTING,
     EMBEDDING_SETTING,
@@ -72,7 +72,7 @@ def build_indexes(settings: Settings, *, embedding_model_spec: str | None = None
     the indexes that are missing or stale (``force``: all of them)."""
     needs = {"dense": DENSE_NEEDS, "bm25": BM25_NEEDS, None: DENSE_NEEDS + BM25_NEEDS}[only]
     check(*needs, feature="a2x-local index")
-    config = retrieval_config(settings, text=text, text_params=params)
+    config = RetrievalConfig.from_settings(settings, text=text, text_params=params)
     if embedding_model_spec is not None:
         value = _model_setting(embedding_model_spec, config)
         with connect(settings.db_path, lock_timeout_s=settings.lock_timeout_s) as con, transaction(con):

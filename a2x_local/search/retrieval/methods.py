@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.extras import check
 from a2x_local.search.methods import MethodSpec
-from a2x_local.search.retrieval.config import RetrievalConfig, TextField, retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig, TextField
 from a2x_local.search.retrieval.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
 from a2x_local.search.retrieval.weights import FUSION_KEYS, fusion_weights
@@ -47,7 +47,7 @@ def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:
     values.pop("embedding_model", None)
     if "params" in values:
         values["text_params"] = values.pop("params")
-    return retrieval_config(settings, **values)
+    return RetrievalConfig.from_settings(settings, **values)
 
 
 def _dense(settings: Settings, db_path: Path, options: RetrieverOptions,
@@ -90,6 +90,9 @@ def hybrid_retriever(corpus: Corpus, config: RetrievalConfig, *, embedding_model
                            weights)
 
 
-DENSE_SPEC = MethodSpec("dense", "embedding similarity (an embedding model + FAISS)", RetrieverOptions, _dense)
-BM25_SPEC = MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25)
-HYBRID_SPEC = MethodSpec("hybrid", "weighted reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid)
+DENSE_SPEC = MethodSpec("dense", "embedding similarity (an embedding model + FAISS)", RetrieverOptions, _dense,
+                        engine="none", cost="retrieval", cost_note="one query embedding and a FAISS lookup")
+BM25_SPEC = MethodSpec("bm25", "BM25 over stemmed words, identifiers split", RetrieverOptions, _bm25,
+                       engine="none", cost="retrieval", cost_note="a BM25 lookup; no model at all")
+HYBRID_SPEC = MethodSpec("hybrid", "weighted reciprocal rank fusion of dense and BM25", HybridOptions, _hybrid,
+                         engine="none", cost="retrieval", cost_note="dense and BM25, fused")

@@ -21,7 +21,7 @@ from a2x_local.db import connect, transaction
 from a2x_local.errors import UserError
 from a2x_local.registry import Registry
 from a2x_local.search.methods import ProgressFactory
-from a2x_local.search.retrieval.config import retrieval_config
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import FUSION_SETTING, load_corpus
 from a2x_local.search.retrieval.fusion import fuse_rows
 from a2x_local.search.retrieval.methods import hybrid_retriever
@@ -94,8 +94,9 @@ def tune_fusion(settings: Settings, queries: Sequence[LabelledQuery], *, k: int 
     registry (``store``) for the embedding model in use."""
     started = time.perf_counter()
     if not 0 < held_out_share < 1:
-        raise UserError(f"the held-out share must be between 0 and 1, not {held_out_share}")
-    config = retrieval_config(settings)
+        raise UserError(f"the held-out share must be between 0 and 1, not {held_out_share}",
+                        hint="give --held-out a share such as 0.5")
+    config = RetrievalConfig.from_settings(settings)
     corpus = load_corpus(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     retriever = hybrid_retriever(corpus, config, embedding_model=embedding_model, progress=progress)
     rows_of = {service_id: row for row, service_id in enumerate(retriever.dense.index.ids)}

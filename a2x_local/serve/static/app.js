@@ -7,11 +7,25 @@ const $ = (id) => document.getElementById(id);
 let token = sessionStorage.getItem("a2x-token") || "";
 let waitingForToken = null;
 
+// Bidi controls (a right-to-left override makes "tool" + U+202E + "gnp.exe" read "toolexe.png") are shown as
+// <U+202E>; the server's answers already do, this covers text from anywhere else.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+function visible(text) {
+  return String(text).replace(BIDI, (c) => "<U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + ">");
+}
+
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (text !== undefined && text !== null) node.textContent = visible(text);
   return node;
+}
+
+// An id as ONE path segment: "/" and "." encoded too, so "../x" or ".." can never make the browser fetch another
+// URL (encodeURIComponent leaves "." alone, and a bare ".." segment is resolved away by the URL parser).
+function idPath(id) {
+  return encodeURIComponent(id).replace(/\./g, "%2E");
 }
 
 async function api(path, options = {}) {
@@ -90,7 +104,7 @@ async function toggleNode(item, body, toggle) {
   }
   if (!item.dataset.loaded) {
     try {
-      const node = await api("/v1/tree/nodes/" + item.dataset.node.split("/").map(encodeURIComponent).join("/"));
+      const node = await api("/v1/tree/nodes/" + idPath(item.dataset.node));
       fillNode(body, node);
       item.dataset.loaded = "1";
     } catch (error) {
@@ -176,7 +190,7 @@ async function showService(id) {
   details.hidden = false;
   details.replaceChildren(el("p", "muted", "loading…"));
   try {
-    const service = await api("/v1/services/" + id.split("/").map(encodeURIComponent).join("/"));
+    const service = await api("/v1/services/" + idPath(id));
     const where = service.categories.map((path) => path.map((c) => c.name).join(" › ")).join("; ");
     details.replaceChildren(
       el("h3", null, service.name),

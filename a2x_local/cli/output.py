@@ -1,0 +1,121 @@
+"""What commands show: the two consoles, terminal-safe text, JSON for scripts, progress bars, the error lines.
+
+Tables and text go to stdout (`console`); progress, notes, warnings and errors to stderr (`err_console`), so
+`--json` output stays clean. Service and tree text passes through `shown` on its way to a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from a2x_local.errors import A2XError
+from a2x_local.llm import Result
+from a2x_local.search import ProgressFactory
+from a2x_local.text import show_bidi
+
+console = Console()
+err_console = Console(stderr=True)
+
+# C0 controls but tab and newline, DEL, C1 controls: printed raw they are terminal escape sequences (ESC [2J).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw, and bidi controls
+    as ``<U+202E>`` (a right-to-left override U+202E before ``gnp.exe`` shows "toolexe.png").
+
+    Ingest refuses them in service text; this covers what came in before, tree names and anything else shown."""
+    return show_bidi(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text))
+
+
+def shown(text: object) -> str:
+    """Service or tree text inside rich output: terminal-safe, and its brackets never read as markup."""
+    return escape(terminal_safe(str(text)))
+
+
+def shown_inline(text: object) -> str:
+    """`shown`, with tabs and line breaks written as ``\\t`` and ``\\n``: for text that must stay on its line (a
+    label in a tree drawing)."""
+    return shown(str(text).replace("\t", "\\t").replace("\n", "\\n"))
+
+
+def print_json(data: Any) -> None:
+    """JSON on stdout, unwrapped, for scripts."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def print_error(exc: A2XError) -> None:
+    """The `error:` line and its `hint:` on stderr, terminal-safe: every command fails in the same two lines."""
+    # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
+    err_console.print(f"[red]error:[/red] {shown(exc.message)}", highlight=False, soft_wrap=True)
+    if exc.hint:
+        err_console.print(f"[dim]hint:[/dim] {shown(exc.hint)}", highlight=False, soft_wrap=True)
+
+
+def want_progress(json_output: bool) -> bool:
+    """Progress bars only for people: not in --json mode and not when stderr is not a terminal."""
+    return not json_output and err_console.is_terminal
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator[ProgressFactory | None]:
+    """A rich progress display on stderr handing out one bar per long step; None when output is for scripts."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+
+        def bar(label: str, total: int) -> Callable[[int], None]:
+            task = progress.add_task(label, total=total)
+            return lambda n: progress.advance(task, n)
+
+        yield bar
+
+
+class RoundProgress:
+    """One bar per engine round (its requests), and a running line with rounds and tokens so far."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.rounds = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.overall = progress.add_task("starting", total=None)
+        self.current: int | None = None
+
+    def round_started(self, step: str, level: int, requests: int, services: int) -> None:
+        self.current = self.progress.add_task(f"level {level} · {step} · {services:,} services", total=requests)
+
+    def round_finished(self, step: str, results: Sequence[Result]) -> None:
+        self.rounds += 1
+        self.prompt_tokens += sum(r.prompt_tokens for r in results)
+        self.completion_tokens += sum(r.completion_tokens for r in results)
+        failed = sum(1 for r in results if not r.ok)
+        if self.current is not None:
+            self.progress.update(self.current, completed=len(results),
+                                 description=f"{self.progress.tasks[self.current].description}"
+                                             + (f" ({failed} failed)" if failed else ""))
+        self.progress.update(self.overall, description=f"rounds {self.rounds} · prompt tokens"
+                             f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
+
+
+def with_round_progress(json_output: bool, work: Callable[[RoundProgress | None], Any]) -> Any:
+    """Run ``work(observer)`` (a build, an update, a nightly job) with a bar per model round for people; without
+    one for scripts."""
+    if not want_progress(json_output):
+        return work(None)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=False) as progress:
+        return work(RoundProgress(progress))

@@ -1,0 +1,115 @@
+"""Text from outside, checked and shown one way: the validation every query and service text passes, the key that
+tells lookalike ids apart, and bidirectional controls made visible.
+
+- **Validation** (`text_problem` for service text, `check_text` for queries): no unpaired surrogates anywhere
+  (``"\\ud800"`` in JSON is valid JSON but not Unicode: it cannot be encoded, stored or sent, and broke searches
+  with a TypeError deep in a tokenizer); no terminal control characters in service text (they would reach a
+  terminal as escape sequences; a query's are data, shown escaped).
+- **Identity** (`identity_key`): two ids are the same service to a person when they differ only by case, Unicode
+  normalisation (NFC/NFD, and compatibility forms such as fullwidth letters: NFKC), invisible characters (zero-width
+  spaces and joiners, bidi controls). `mixed_script` flags the other common lookalike: Latin letters mixed with
+  Cyrillic or Greek ones in one id (``p<U+0430>ypal``, a Cyrillic ``а`` for the Latin one).
+- **Display** (`show_bidi`): a right-to-left override (U+202E) before ``gnp.exe`` in ``safe-tool…gnp.exe`` shows as
+  "safe-toolexe.png"; shown as ``<U+202E>`` it cannot disguise anything.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from a2x_local.errors import UserError
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+LINE_BREAKS = frozenset({"\t", "\n", "\r"})
+SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Explicit directional marks, embeddings, overrides and isolates (Unicode's Bidi_Control property).
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Characters that show nothing: zero-width space, joiners, word joiner, invisible operators, BOM, soft hyphen.
+INVISIBLE = re.compile("[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064\u3164\ufe00-\ufe0f"
+                       "\ufeff\uffa0]")
+_CONFUSABLE_SCRIPTS = {"CYRILLIC", "GREEK"}
+
+
+def text_problem(value: str, *, multiline: bool = False) -> str | None:
+    """Why this text cannot be taken (a control character, an unpaired surrogate), else None; ``multiline`` text
+    may keep tabs and line breaks."""
+    for match in CONTROL.finditer(value):
+        if not (multiline and match.group() in LINE_BREAKS):
+            return (f"contains the control character U+{ord(match.group()):04X} at position {match.start()} "
+                    "(terminal control characters are not accepted)")
+    return _surrogate_problem(value)
+
+
+# In an id these only disguise it: bidi controls, zero-width space, word joiner, BOM. (Zero-width joiners and
+# non-joiners are kept: Persian, Indic scripts and emoji need them; the identity key still ignores them.)
+_ID_INVISIBLE = re.compile("[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
+
+
+def id_problem(value: str) -> str | None:
+    """Why this text cannot be an id: `text_problem`, or a character that changes how it looks or reads without
+    changing what it is (a bidi control, a zero-width space)."""
+    problem = text_problem(value)
+    if problem:
+        return problem
+    if value.strip() in (".", ".."):
+        return "is a path step ('.' or '..'), which a URL resolves away"
+    match = _ID_INVISIBLE.search(value)
+    if match:
+        return (f"contains the invisible character U+{ord(match.group()):04X} at position {match.start()} (bidi "
+                "controls and zero-width spaces change how an id looks, not what it is)")
+    return None
+
+
+def check_text(value: str, field: str, *, controls: bool = False, error: type[UserError] = UserError) -> None:
+    """Refuse text that is not valid Unicode (an unpaired surrogate), and with ``controls`` text holding a control
+    character other than a tab or a line break, with an error (code BadText) naming the field: every query, request
+    and step text passes here (CLI, HTTP API, MCP, compose). A query may hold control characters: it is data, shown
+    escaped wherever it is printed."""
+    problem = text_problem(value, multiline=True) if controls else _surrogate_problem(value)
+    if problem:
+        raise error(f"{field}: {problem}", code="BadText",
+                    hint="send valid Unicode text (a lone \\ud800 escape is not a character)")
+
+
+def _surrogate_problem(value: str) -> str | None:
+    match = SURROGATE.search(value)
+    if match:
+        return (f"contains an unpaired surrogate U+{ord(match.group()):04X} at position {match.start()} "
+                "(not valid Unicode)")
+    return None
+
+
+def printable(text: str) -> str:
+    """``text`` with unpaired surrogates replaced by U+FFFD, so an answer that echoes it can be encoded."""
+    return SURROGATE.sub("\ufffd", text)
+
+
+def identity_key(text: str) -> str:
+    """What an id looks like to a person: NFKC, invisible and bidi characters removed, case folded."""
+    folded = unicodedata.normalize("NFKC", text)
+    folded = BIDI.sub("", INVISIBLE.sub("", folded))
+    return unicodedata.normalize("NFKC", folded.casefold())
+
+
+def mixed_script(text: str) -> str | None:
+    """The scripts of an id that mixes Latin letters with Cyrillic or Greek ones (a homoglyph disguise), else
+    None. Ids wholly in one script, and Latin mixed with others (Han, kana, Hangul ...), are normal."""
+    scripts = set()
+    for char in text:
+        if char.isalpha():
+            name = unicodedata.name(char, "")
+            scripts.add(name.split(" ", 1)[0] if name else "UNKNOWN")
+    confusable = scripts & _CONFUSABLE_SCRIPTS
+    if "LATIN" in scripts and confusable:
+        return " and ".join(script.title() for script in sorted({"LATIN", *confusable}))
+    return None
+
+
+def show_bidi(text: str) -> str:
+    """Bidi controls written as ``<U+202E>``, so they cannot reorder what is shown around them."""
+    return BIDI.sub(_visible, text)
+
+
+def _visible(match: re.Match[str]) -> str:
+    return f"<U+{ord(match.group()):04X}>"
