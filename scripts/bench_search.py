@@ -18,10 +18,15 @@ checked against the cost targets: under 3,500 prompt tokens per query, at most d
 overhead under 5 ms per query.
 
 Beside tokens by call type, every run reports the candidate ceiling (the share of queries whose correct services
-were all among the candidates shown to selection: what a perfect selector could reach) and the uncached prompt
-tokens (each prompt minus the longest token prefix it shares with an earlier prompt of the same engine round: what
-a prefix-caching engine computes). The last line's JSON leads with the first variant's numbers:
-prompt_tokens_per_query, uncached_prompt_tokens_per_query, candidate_ceiling and oracle_hit.
+were all among the candidates shown to selection: what a perfect selector could reach) and the computed tokens
+(what an engine with automatic prefix caching computes: each prompt's tokens its cache does not serve, plus decode,
+under one simulated cache (`a2x_local.testing.PrefixCache`: blocks of `--block-tokens` 16, least recently used
+out at `--cache-tokens` 200,000) kept over the whole stream of queries in arrival order; the first `--warmup N`
+queries fill it and are left out of the means). `--reader` adds a run with the reader navigator (all-MiniLM-L6-v2
+reads the lines it is shown). The last line's JSON leads with the first variant's numbers (the `default` row's in
+a frontier): prompt_tokens_per_query, computed_tokens_per_query, candidate_ceiling, oracle_hit and, with --reader,
+reader_hit.
+`--preset NAME` runs every variant under a `[search]` preset (published, default, lean).
 
 `--frontier` measures the token levers instead (docs/search.md "Token frontier"): every setting of FRONTIER, under
 the oracle and the noisy navigator at `--frontier-error-rate` (0.1), as one table of tokens against ceiling and
@@ -29,7 +34,8 @@ hit, plotted with matplotlib when `--plot PATH` is given.
 
 Usage: .venv/bin/python scripts/bench_search.py [--policy noisy] [--error-rate 0,0.05,0.1,0.2] [--seed 0]
        [--tree PATH] [--data DIR | --services FILE --queries FILE] [--variants get_all,get_one] [-o KEY=VALUE ...]
-       [--frontier [--plot docs/search_frontier.png]] [--limit N] [--batch-size 64]
+       [--frontier [--settings "A;B"] [--plot docs/search_frontier.png]] [--reader] [--preset NAME]
+       [--cache-tokens 200000] [--block-tokens 16] [--warmup 0] [--limit N] [--batch-size 64]
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def test_compare_presets_runs_each_preset_on_the_same_queries_and_counts_what_th
             + row["completion_tokens_per_query"])
         run_dir = tmp_path / "presets" / row["preset"]
         assert row["run_dir"] == str(run_dir) and len((run_dir / "results.jsonl").read_text().splitlines()) == 12
-        assert json.loads((run_dir / "run.json").read_text())["options"]["preset"] == row["preset"]
+        assert json.loads((run_dir / "run.json").read_text())["spec"]["options"]["preset"] == row["preset"]
     # The table for people names every preset.
     code = run(["eval", "compare-presets", *tiny_engine_args, "--queries", str(QUERIES), "--limit", "2",
                 "--presets", "lean,published", "--out", str(tmp_path / "two"), "--db", str(built_db)])
