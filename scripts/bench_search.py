@@ -376,12 +376,14 @@ def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, tit
     rows = [r for r in rows if r["mode"] == "get_all" and r["overrides"].get("prompt_layout") != "query_first"]
     panels = [("candidate_ceiling", "oracle candidate ceiling (%)"),
               ("noisy_hit", f"hit with the noisy navigator, E = {noisy_rate:g} (%)")]
-    if all("reader_hit" in r for r in rows):
+    if any("reader_hit" in r for r in rows):      # rows measured without the reader are left out of its panel
         panels.append(("reader_hit", "hit with the reader navigator (%)"))
     fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5 * len(panels) + 4.5, 4.8),
                              gridspec_kw={"width_ratios": [1] * len(panels) + [0.9]})
     for ax, (key, label) in zip(axes, panels, strict=False):
         for number, r in enumerate(rows, start=1):
+            if key not in r:
+                continue
             ax.scatter(r["computed_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "default" else
                        "tab:blue", s=24)
             ax.annotate(str(number), (r["computed_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
