@@ -45,7 +45,7 @@ from a2x_local.llm.config import EngineConfig  # noqa: E402
 from a2x_local.llm.types import RawOutput, Request  # noqa: E402
 from a2x_local.search import SearchRequest  # noqa: E402
 from a2x_local.search.llm.a2x import A2XSearch  # noqa: E402
-from a2x_local.search.llm.config import llm_search_config  # noqa: E402
+from a2x_local.search.llm.config import LlmSearchConfig  # noqa: E402
 from a2x_local.settings import load_settings  # noqa: E402
 from a2x_local.testing import PrefixCache  # noqa: E402
 
@@ -154,7 +154,7 @@ def main() -> None:
         tree, tree_info = get_tree(db, services, args.tree)
         settings = load_settings(db=db)
         # No retrieval here (pre-ranking off): the check is about the cache, and the tiny model's walks are random.
-        config = llm_search_config(settings, preset=args.preset, prerank_min=0, max_children_selected=3,
+        config = LlmSearchConfig.from_settings(settings, preset=args.preset, prerank_min=0, max_children_selected=3,
                                    max_services_selected=3)
         context = {"tree": tree, "services": {s.id: s for s in services}, "queries": queries, "config": config}
         model_dir = build_tiny_model(Path(tmp) / "tiny")

@@ -47,9 +47,10 @@ SHAPE = {
 
 
 def descent_config(**overrides: object) -> LlmSearchConfig:
-    """The packaged `[search]` defaults with direct selection off: the sample trees are so small that direct
-    selection would send every reached branch to selection whole, and these tests watch the descent itself."""
-    return LlmSearchConfig.defaults(**{"direct_select_below": 0, **overrides})
+    """The packaged `[search]` defaults with direct selection off and a node's own services an option at the root
+    only: the sample trees are so small that direct selection would send every reached branch to selection whole,
+    and these tests watch the descent itself, node by node (tests of those two levers set them)."""
+    return LlmSearchConfig.defaults(**{"direct_select_below": 0, "other_services_child": "root", **overrides})
 
 
 def sample_tree() -> Tree:
