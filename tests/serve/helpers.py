@@ -53,7 +53,9 @@ def serve_config(**overrides: object) -> ServeConfig:
 
 
 def make_server(db_path: Path, engine: Engine | None = None, **overrides: object) -> Server:
-    return build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+    # The sample trees are so small that direct selection would skip the descent these tests watch.
+    settings = load_settings(db=db_path).with_overrides("search", direct_select_below=0, other_services_child="root")
+    return build_server(settings, serve_config(**overrides), engine=engine)
 
 
 def write_test_config(home: Path) -> Path:
