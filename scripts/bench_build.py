@@ -11,7 +11,10 @@ prompts that differ from the first build's reach the model (`cached_rebuild`; a 
 unchanged prompt the same way, which is what the cache relies on and what the scripted engine does).
 Prints JSON: engine rounds, requests per round, prompt/completion tokens per call type and in total, tree shape,
 vocabulary sizes, the targets (at most 30 sequential rounds, fewer than 3 M prompt tokens), and last
-``cached_rebuild``.
+``cached_rebuild``. Beside prompt tokens, every call type reports what a prefix-caching engine computes of it
+(``computed_tokens_by_call_type``): prompt tokens its cache does not serve, plus decode, under the simulated cache of
+scripts/bench_search.py (blocks of 16 tokens, least recently used out, ``--cache-tokens`` 200,000), over the whole
+build in the order it sends. With ``--assign-mode both`` the two assignment modes are compared on it.
 
     .venv/bin/python scripts/bench_build.py                   # default [build] settings (embedding merge)
     .venv/bin/python scripts/bench_build.py --merge stem      # no embedding model needed
@@ -50,6 +53,9 @@ def main() -> None:
                         "cached rebuild")
     parser.add_argument("--batch-boundaries", choices=("content", "fixed"), default=None,
                         help="where service batches end (default: [build] batch_boundaries)")
+    parser.add_argument("--cache-tokens", type=int, default=None,
+                        help="capacity of the simulated prefix cache (default 200,000 tokens)")
+    parser.add_argument("--block-tokens", type=int, default=None, help="block size of the simulated cache (16)")
     args = parser.parse_args()
     args.services = args.services or args.data / "services.json"
     modes = ("batched", "per_service") if args.assign_mode == "both" else (args.assign_mode,)
@@ -57,7 +63,11 @@ def main() -> None:
     result = results[0]
     later = {key: result.pop(key) for key in ("incremental_update", "cached_rebuild")}
     if len(results) > 1:
-        result["assign_modes"] = {r["config"]["assign_mode"]: _placements(r) for r in results}
+        modes_compared = {r["config"]["assign_mode"]: _placements(r) for r in results}
+        batched, one = modes_compared["batched"], modes_compared["per_service"]
+        result["assign_modes"] = modes_compared | {"per_service_over_batched": {
+            key: round(one[key] / max(1, batched[key]), 3)
+            for key in ("assign_computed_tokens", "computed_tokens", "assign_prompt_tokens_total", "prompt_tokens")}}
     print(json.dumps(result | later, indent=2))    # cached_rebuild stays the last key
 
 
@@ -66,9 +76,15 @@ def _placements(result: dict) -> dict:
     assign = {label: tokens for label, tokens in result["prompt_tokens_by_call_type"].items()
               if label.startswith("assign")}
     tree = result["tree"]
+    computed = result["computed_tokens_by_call_type"]
     return {"assign_prompt_tokens": assign, "assign_calls": {label: result["calls_by_call_type"][label]
                                                              for label in assign},
-            "prompt_tokens": result["prompt_tokens"], "engine_rounds": result["engine_rounds"],
+            "assign_prompt_tokens_total": sum(assign.values()),
+            "assign_computed_tokens": sum(computed[label]["computed_tokens"] for label in assign if label in computed),
+            "assign_completion_tokens": sum(computed[label]["completion_tokens"] for label in assign
+                                            if label in computed),
+            "prompt_tokens": result["prompt_tokens"], "computed_tokens": result["computed_tokens"],
+            "engine_rounds": result["engine_rounds"],
             "mean_leaves_per_service": tree["mean_leaves_per_service"],
             "services_on_several_leaves": tree["services_on_several_leaves"],
             "services_on_internal_nodes": tree["services_on_internal_nodes"], "leaves": tree["leaves"]}
@@ -78,12 +94,13 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
     """One full build (and, with ``rebuild``, the update and cached rebuild after a changed export)."""
     from a2x_local.db import connect
     from a2x_local.llm.cache import AnswerCache, CachedEngine
+    from a2x_local.llm.tokens import chat_token_ids
     from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
     from a2x_local.taxonomy.build.runner import run_build
     from a2x_local.taxonomy.config import BuildConfig
-    from a2x_local.testing import ScriptedEngine, WordPolicy
+    from a2x_local.testing import BLOCK_TOKENS, DEFAULT_CACHE_TOKENS, CacheMeter, PrefixCache, WordPolicy
 
     overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries, "assign_mode": assign_mode}
     config = BuildConfig.from_settings(load_settings(), **overrides)
@@ -94,7 +111,9 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
             ingest(con, [args.services])
             services = Registry(con).all()
         cache = AnswerCache(db)
-        engine = CachedEngine(ScriptedEngine(WordPolicy(services)), cache)
+        meter = CacheMeter(chat_token_ids, PrefixCache(args.cache_tokens or DEFAULT_CACHE_TOKENS,
+                                                       args.block_tokens or BLOCK_TOKENS))
+        engine = CachedEngine(metered_scripted(WordPolicy(services), meter), cache)
         started = time.perf_counter()
         outcome = run_build(load_settings(db=db), lambda: engine, config=config, model="scripted-word-policy")
         seconds = time.perf_counter() - started
@@ -116,6 +135,10 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
                                    usage["by_call_type"].items() if s["calls"]},
         "prompt_tokens": total["prompt_tokens"],
         "completion_tokens": total["completion_tokens"],
+        "computed_tokens": meter.total().computed,
+        "computed_tokens_by_call_type": {label: cost.to_dict() for label, cost in sorted(meter.by_label.items())},
+        "prefix_cache": {"capacity_tokens": meter.cache.capacity_tokens, "block_tokens": meter.cache.block_tokens,
+                         "evicted_blocks": meter.cache.evicted},
         "prompt_tokens_per_service": round(total["prompt_tokens"] / len(services), 1),
         "tree": report["tree"],
         "leaves_over_limit": report["leaves_over_limit"][:5],
@@ -133,6 +156,19 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
         "answers_from_cache_within_the_build": total["cached"],
         **extra,
     }
+
+
+def metered_scripted(rule, meter):
+    """The scripted engine, each round also counted by ``meter`` (what a prefix-caching engine computes)."""
+    from a2x_local.testing import ScriptedEngine
+
+    class Metered(ScriptedEngine):
+        def generate(self, requests):
+            results = super().generate(requests)
+            meter.observe(requests, results)
+            return results
+
+    return Metered(rule)
 
 
 def changed_export(services: list, share: float, folder: Path) -> tuple[Path, dict[str, int]]:

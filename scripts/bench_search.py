@@ -18,10 +18,15 @@ checked against the cost targets: under 3,500 prompt tokens per query, at most d
 overhead under 5 ms per query.
 
 Beside tokens by call type, every run reports the candidate ceiling (the share of queries whose correct services
-were all among the candidates shown to selection: what a perfect selector could reach) and the uncached prompt
-tokens (each prompt minus the longest token prefix it shares with an earlier prompt of the same engine round: what
-a prefix-caching engine computes). The last line's JSON leads with the first variant's numbers:
-prompt_tokens_per_query, uncached_prompt_tokens_per_query, candidate_ceiling and oracle_hit.
+were all among the candidates shown to selection: what a perfect selector could reach) and the computed tokens
+(what an engine with automatic prefix caching computes: each prompt's tokens its cache does not serve, plus decode,
+under one simulated cache (`a2x_local.testing.PrefixCache`: blocks of `--block-tokens` 16, least recently used
+out at `--cache-tokens` 200,000) kept over the whole stream of queries in arrival order; the first `--warmup N`
+queries fill it and are left out of the means). `--reader` adds a run with the reader navigator (all-MiniLM-L6-v2
+reads the lines it is shown). The last line's JSON leads with the first variant's numbers (the `default` row's in
+a frontier): prompt_tokens_per_query, computed_tokens_per_query, candidate_ceiling, oracle_hit and, with --reader,
+reader_hit.
+`--preset NAME` runs every variant under a `[search]` preset (published, default, lean).
 
 `--frontier` measures the token levers instead (docs/search.md "Token frontier"): every setting of FRONTIER, under
 the oracle and the noisy navigator at `--frontier-error-rate` (0.1), as one table of tokens against ceiling and
@@ -29,7 +34,8 @@ hit, plotted with matplotlib when `--plot PATH` is given.
 
 Usage: .venv/bin/python scripts/bench_search.py [--policy noisy] [--error-rate 0,0.05,0.1,0.2] [--seed 0]
        [--tree PATH] [--data DIR | --services FILE --queries FILE] [--variants get_all,get_one] [-o KEY=VALUE ...]
-       [--frontier [--plot docs/search_frontier.png]] [--limit N] [--batch-size 64]
+       [--frontier [--settings "A;B"] [--plot docs/search_frontier.png]] [--reader] [--preset NAME]
+       [--cache-tokens 200000] [--block-tokens 16] [--warmup 0] [--limit N] [--batch-size 64]
 """
 
 from __future__ import annotations
@@ -61,7 +67,17 @@ from a2x_local.taxonomy import import_tree, read_tree_file
 from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.types import Tree
-from a2x_local.testing import ReaderNavigator, ScriptedEngine, SimulatedNavigator, WordPolicy, uncached_tokens
+from a2x_local.testing import (
+    BLOCK_TOKENS,
+    DEFAULT_CACHE_TOKENS,
+    CacheMeter,
+    ComputedTokens,
+    PrefixCache,
+    ReaderNavigator,
+    ScriptedEngine,
+    SimulatedNavigator,
+    WordPolicy,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "toolret"
 TARGET_PROMPT_TOKENS = 3500
@@ -77,69 +93,68 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "a2x+rescue": ("get_all", {}, True),
     "get_all_capped": ("get_all", {"max_children_selected": 5, "max_services_selected": 20}, False),
 }
-# The token levers, each off (as published) and on, then together: setting -> (mode, [search] overrides). Every
-# row sets every lever, so rows do not depend on the shipped defaults; "defaults" rows are the [search] table as is.
+# The token levers, each changed alone from the `published` preset, then the presets themselves: setting ->
+# (mode, [search] overrides). Rows name their preset, so they do not depend on the shipped default preset;
+# "default" rows are whatever the default preset is.
 
 
-def lever(*, services: int | None = None, categories: int | None = None, boundaries: float = 0.0, direct: int = 0,
-          prerank: int = 0, share: float = 0.0, rest: str = "names", layout: str = "query_last",
-          language: str = "always", pack: bool = False) -> dict[str, Any]:
-    """[search] overrides for one frontier row: compact lines cut at ``services`` / ``categories`` characters (None:
-    full lines; 0: the whole first sentence), max(``prerank``, ``share`` of a group) services described per group
-    (0: off) with the rest held for a ``round`` or by ``names``, direct selection below ``direct`` services (0:
-    off), boundaries above an overlap of ``boundaries``, the cross-language line ``always`` or when needed
-    (``auto``), and a query's groups packed into as few prompts as the cap allows (``pack``)."""
-    return {"service_lines": "full" if services is None else "compact", "compact_service_chars": services or 0,
-            "category_lines": "full" if categories is None else "compact", "compact_category_chars": categories or 0,
-            "boundary_min_overlap": boundaries, "direct_select_below": direct, "prerank_min": prerank,
-            "prerank_share": share, "prerank_rest": rest, "prompt_layout": layout, "language_line": language,
-            "pack_groups": pack}
+def lever(preset: str = "published", *, services: int | None = None, categories: int | None = None,
+          **keys: Any) -> dict[str, Any]:
+    """[search] overrides for one frontier row: ``preset``, compact service and category lines cut at ``services``
+    / ``categories`` characters (None: as the preset has them), and any other [search] ``keys``."""
+    row: dict[str, Any] = {"preset": preset, **keys}
+    if services is not None:
+        row |= {"service_lines": "compact", "compact_service_chars": services}
+    if categories is not None:
+        row |= {"category_lines": "compact", "compact_category_chars": categories}
+    return row
 
 
+PER_NODE = {"group_lists": "per_node"}
 FRONTIER: dict[str, tuple[str, dict[str, Any]]] = {
-    "published (levers off)": ("get_all", lever()),
-    "query first": ("get_all", lever(layout="query_first")),
-    "language line when needed": ("get_all", lever(language="auto")),
+    "published": ("get_all", lever()),
+    "query first": ("get_all", lever(prompt_layout="query_first")),
+    "language line always": ("get_all", lever(language_line="always")),
     "compact services 60": ("get_all", lever(services=60)),
-    "compact categories 60": ("get_all", lever(categories=60)),
     "compact categories 40": ("get_all", lever(categories=40)),
-    "direct selection up to 60": ("get_all", lever(direct=60)),
-    "packed groups": ("get_all", lever(pack=True)),
-    "pre-rank 10, rest in a round": ("get_all", lever(prerank=10, rest="round")),
-    "pre-rank 30, rest in a round": ("get_all", lever(prerank=30, rest="round")),
-    "pre-rank 5 (10%), rest by name": ("get_all", lever(prerank=5, share=0.1)),
-    "pre-rank 5 (10%) by name, packed": ("get_all", lever(prerank=5, share=0.1, pack=True)),
-    "compact 60/80 + pre-rank 5 (20%) by name": ("get_all", lever(categories=60, services=80, prerank=5,
-                                                                   share=0.2)),
-    "all on, compact 60/80": ("get_all", lever(categories=60, services=80, prerank=5, share=0.1, language="auto",
-                                               pack=True)),
-    "all on, compact 40/60 + direct 60": ("get_all", lever(categories=40, services=60, prerank=5, share=0.1,
-                                                           language="auto", pack=True, direct=60)),
-    "defaults": ("get_all", {}),
+    "packed groups": ("get_all", lever(pack_groups=True)),
+    "pre-rank 5 (10%), rest by name": ("get_all", lever(prerank_min=5, prerank_share=0.1)),
+    "stable lists": ("get_all", lever(group_lists="stable")),
+    "per-node lists": ("get_all", lever(**PER_NODE)),
+    "per-node lists, direct selection up to 60": ("get_all", lever(**PER_NODE, direct_select_below=60)),
+    "per-node lists, direct selection up to 100": ("get_all", lever(**PER_NODE, direct_select_below=100)),
+    "per-node lists, other services at every node": ("get_all", lever(**PER_NODE, other_services_child="all")),
+    "per-node lists, compact services 100": ("get_all", lever(**PER_NODE, services=100)),
+    "per-node lists, compact services 60": ("get_all", lever(**PER_NODE, services=60)),
+    "per-node lists, compact categories 60": ("get_all", lever(**PER_NODE, categories=60)),
+    "default": ("get_all", lever("default")),
+    "default, compact services 60": ("get_all", lever("default", services=60)),
+    "lean": ("get_all", lever("lean")),
     "get_one published": ("get_one", lever()),
-    "get_one boundaries at overlap 0.3": ("get_one", lever(boundaries=0.3)),
-    "get_one defaults": ("get_one", {}),
+    "get_one boundaries at overlap 0.3": ("get_one", lever(boundary_min_overlap=0.3)),
+    "get_one lean": ("get_one", lever("lean")),
+    "get_one default": ("get_one", lever("default")),
 }
 
 
 class TimedEngine(ScriptedEngine):
     """Keeps the seconds spent inside generate(), so the search's own overhead can be told apart, and what a
-    prefix-caching engine would compute of each round (``uncached`` by query)."""
+    prefix-caching engine would compute of the whole stream of rounds (``meter``: one simulated cache, by query)."""
 
-    def __init__(self, rule) -> None:
+    def __init__(self, rule, meter: CacheMeter) -> None:
         super().__init__(rule)
         self.generate_seconds = 0.0
-        self.uncached: dict[str, int] = {}
+        self.meter = meter
 
     def generate(self, requests: Sequence[Request]) -> list[Result]:
         started = time.perf_counter()
+        results: list[Result] = []
         try:
-            return super().generate(requests)
+            results = super().generate(requests)
+            return results
         finally:
-            counts = uncached_tokens([chat_token_ids(request.messages) for request in requests])
-            for request, count in zip(requests, counts, strict=True):
-                query = request.context["query"]
-                self.uncached[query] = self.uncached.get(query, 0) + count
+            if results:
+                self.meter.observe(requests, results)
             # The counting is this benchmark's own work, not the search's: it is timed with the engine.
             self.generate_seconds += time.perf_counter() - started
 
@@ -233,7 +248,9 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
     else:
         rule = SimulatedNavigator(tree, {q.query: set(q.correct) for q in queries}, error_rate=error_rate,
                                   seed=args.seed)
-    engine = TimedEngine(rule)
+    meter = CacheMeter(chat_token_ids, PrefixCache(args.cache_tokens, args.block_tokens),
+                       owner=lambda request: request.context["query"])
+    engine = TimedEngine(rule, meter)
     retriever = context["retriever"]
     search = A2XSearch(tree, {s.id: s for s in services}, engine, config, rescue=retriever if rescue else None,
                        ranker=retriever)
@@ -247,7 +264,11 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
     records = Evaluation(plan.out_dir, plan.spec, context["registry"], evaluation_config).run(method, queries)
     scored = [r for r in records if r["scored"]]
     prompt = [r["prompt_tokens"] for r in records]
-    uncached = [engine.uncached.get(q.query, 0) for q in queries]
+    # Cost per query after the warm-up: the first queries fill the cache and are left out of the means.
+    measured = queries[args.warmup:] or queries
+    costs = [meter.by_owner.get(q.query, ComputedTokens()) for q in measured]
+    computed_by_label = {label: round(cost.computed / len(measured), 1) for label, cost in
+                         sorted(meter.by_label.items())}
     total = engine.usage.total()
     by_label = engine.usage.by_label
     return {
@@ -260,8 +281,12 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
         "returned_per_query": round(mean([len(r["returned"]) for r in records]), 2),
         "candidates_shown_per_query": round(mean([r["candidates_shown"] for r in records]), 1),
         "prompt_tokens_per_query": summary(prompt),
-        "uncached_prompt_tokens_per_query": summary(uncached),
+        "computed_tokens_per_query": summary([c.computed for c in costs]),
+        "computed_prompt_tokens_per_query": summary([c.prompt - c.cached for c in costs]),
+        "measured_prompt_tokens_per_query": round(mean([c.prompt for c in costs]), 1),
         "completion_tokens_per_query": round(mean([r["completion_tokens"] for r in records]), 1),
+        "cache": {"capacity_tokens": meter.cache.capacity_tokens, "block_tokens": meter.cache.block_tokens,
+                  "warmup_queries": len(queries) - len(measured), "evicted_blocks": meter.cache.evicted},
         "calls_per_query": round(mean([r["calls"] for r in records]), 2),
         "rounds_per_query": summary([r["rounds"] for r in records]),
         "capped_answers_per_query": round(mean([r.get("capped", 0) for r in records]), 3),
@@ -269,6 +294,7 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
            else {}),
         "prompt_tokens_by_call_type": {label: round(stats.prompt_tokens / len(queries), 1)
                                        for label, stats in sorted(by_label.items())},
+        "computed_tokens_by_call_type": computed_by_label,
         "calls_by_call_type": {label: round(stats.calls / len(queries), 3)
                                for label, stats in sorted(by_label.items())},
         "accounting_matches_engine": sum(prompt) == total.prompt_tokens
@@ -278,16 +304,19 @@ def run_variant(name: str, error_rate: float | None, args: argparse.Namespace, c
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    """The results as a Markdown table (hit / recall / prompt tokens per query, one row per variant)."""
-    rates = sorted({r["error_rate"] for r in results})
-    lines = ["| variant | " + " | ".join(f"E = {e:g}: hit · recall · prompt tok" for e in rates) + " |",
+    """The results as a Markdown table (hit · recall · prompt · computed tokens per query, one row per variant and
+    a column per error rate, and one for the reader when it ran)."""
+    rates: list[float | None] = sorted({r["error_rate"] for r in results} - {None})
+    rates += [None] if any(r["error_rate"] is None for r in results) else []
+    heads = [f"E = {e:g}" if e is not None else "reader" for e in rates]
+    lines = ["| variant | " + " | ".join(f"{head}: hit · recall · prompt · computed tok" for head in heads) + " |",
              "|---|" + "---|" * len(rates)]
     for name in dict.fromkeys(r["variant"] for r in results):
         cells = []
         for rate in rates:
             r = next(x for x in results if x["variant"] == name and x["error_rate"] == rate)
-            tokens = r["prompt_tokens_per_query"]["mean"]
-            cells.append(f"{r['hit'] * 100:.1f} · {r['recall'] * 100:.1f} · {tokens:,.0f}")
+            tokens, computed = r["prompt_tokens_per_query"]["mean"], r["computed_tokens_per_query"]["mean"]
+            cells.append(f"{r['hit'] * 100:.1f} · {r['recall'] * 100:.1f} · {tokens:,.0f} · {computed:,.0f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -300,39 +329,45 @@ def frontier_rows(results: list[dict[str, Any]], noisy_rate: float) -> list[dict
         noisy = next(r for r in results if r["variant"] == name and r["error_rate"] == noisy_rate)
         reader = next((r for r in results if r["variant"] == name and r["policy"] == "reader"), None)
         by_type = oracle["prompt_tokens_by_call_type"]
+        computed_by_type = oracle["computed_tokens_by_call_type"]
         rows.append({"setting": name, "mode": oracle["mode"], "overrides": oracle["overrides"],
                      "prompt_tokens": oracle["prompt_tokens_per_query"]["mean"],
-                     "uncached_prompt_tokens": oracle["uncached_prompt_tokens_per_query"]["mean"],
+                     "computed_tokens": oracle["computed_tokens_per_query"]["mean"],
                      "descend_tokens": by_type.get("descend", 0.0),
                      "select_tokens": round(sum(v for k, v in by_type.items() if k != "descend"), 1),
+                     "descend_computed": computed_by_type.get("descend", 0.0),
+                     "select_computed": round(sum(v for k, v in computed_by_type.items() if k != "descend"), 1),
                      "calls": oracle["calls_per_query"], "rounds": oracle["rounds_per_query"]["mean"],
                      "candidate_ceiling": oracle["candidate_ceiling"], "oracle_hit": oracle["hit"],
                      "noisy_hit": noisy["hit"], "noisy_recall": noisy["recall"],
                      "noisy_prompt_tokens": noisy["prompt_tokens_per_query"]["mean"],
                      **({"reader_hit": reader["hit"], "reader_recall": reader["recall"],
                          "reader_reach": reader["candidate_ceiling_any"],
-                         "reader_prompt_tokens": reader["prompt_tokens_per_query"]["mean"]} if reader else {})})
+                         "reader_returned": reader["returned_per_query"],
+                         "reader_prompt_tokens": reader["prompt_tokens_per_query"]["mean"],
+                         "reader_computed_tokens": reader["computed_tokens_per_query"]["mean"]} if reader else {})})
     return rows
 
 
 def frontier_table(rows: list[dict[str, Any]], noisy_rate: float) -> str:
     reader = all("reader_hit" in r for r in rows)
-    lines = ["| setting | prompt tok | uncached | descend · select | calls | ceiling % | oracle hit % |"
+    lines = ["| setting | prompt tok | computed | computed descend · select | calls | ceiling % | oracle hit % |"
              f" hit % at E = {noisy_rate:g} | recall % at E = {noisy_rate:g} |"
-             + (" reader reach % | reader hit % |" if reader else ""),
-             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if reader else "")]
+             + (" reader reach % | reader hit % | reader returned |" if reader else ""),
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if reader else "")]
     for r in rows:
-        lines.append(f"| {r['setting']} | {r['prompt_tokens']:,.0f} | {r['uncached_prompt_tokens']:,.0f} |"
-                     f" {r['descend_tokens']:,.0f} · {r['select_tokens']:,.0f} | {r['calls']:.2f} |"
+        lines.append(f"| {r['setting']} | {r['prompt_tokens']:,.0f} | {r['computed_tokens']:,.0f} |"
+                     f" {r['descend_computed']:,.0f} · {r['select_computed']:,.0f} | {r['calls']:.2f} |"
                      f" {r['candidate_ceiling'] * 100:.1f} | {r['oracle_hit'] * 100:.1f} |"
                      f" {r['noisy_hit'] * 100:.1f} | {r['noisy_recall'] * 100:.1f} |"
-                     + (f" {r['reader_reach'] * 100:.1f} | {r['reader_hit'] * 100:.1f} |" if reader else ""))
+                     + (f" {r['reader_reach'] * 100:.1f} | {r['reader_hit'] * 100:.1f} | {r['reader_returned']:.2f} |"
+                        if reader else ""))
     return "\n".join(lines)
 
 
 def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, title: str) -> None:
-    """Prompt tokens against the oracle's candidate ceiling, the noisy hit and (when run) the reader's hit, one
-    numbered point per get_all setting (the numbers are listed beside the panels)."""
+    """Computed tokens (what a prefix-caching engine pays) against the oracle's candidate ceiling, the noisy hit
+    and (when run) the reader's hit, one numbered point per get_all setting (listed beside the panels)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -341,17 +376,19 @@ def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, tit
     rows = [r for r in rows if r["mode"] == "get_all" and r["overrides"].get("prompt_layout") != "query_first"]
     panels = [("candidate_ceiling", "oracle candidate ceiling (%)"),
               ("noisy_hit", f"hit with the noisy navigator, E = {noisy_rate:g} (%)")]
-    if all("reader_hit" in r for r in rows):
+    if any("reader_hit" in r for r in rows):      # rows measured without the reader are left out of its panel
         panels.append(("reader_hit", "hit with the reader navigator (%)"))
     fig, axes = plt.subplots(1, len(panels) + 1, figsize=(5 * len(panels) + 4.5, 4.8),
                              gridspec_kw={"width_ratios": [1] * len(panels) + [0.9]})
     for ax, (key, label) in zip(axes, panels, strict=False):
         for number, r in enumerate(rows, start=1):
-            ax.scatter(r["prompt_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "defaults" else
+            if key not in r:
+                continue
+            ax.scatter(r["computed_tokens"], r[key] * 100, color="tab:red" if r["setting"] == "default" else
                        "tab:blue", s=24)
-            ax.annotate(str(number), (r["prompt_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
+            ax.annotate(str(number), (r["computed_tokens"], r[key] * 100), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
-        ax.set_xlabel("prompt tokens per query")
+        ax.set_xlabel("computed tokens per query (simulated prefix cache)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[-1].axis("off")
@@ -364,25 +401,31 @@ def plot_frontier(rows: list[dict[str, Any]], noisy_rate: float, path: Path, tit
     plt.close(fig)
 
 
-def make_reader() -> ReaderNavigator:
+def make_reader(floor: float | None = None) -> ReaderNavigator:
     """The reader navigator with the built-in embedding model (the [retrieval] extra)."""
     from a2x_local.llm.embedding import load_embedding_model, resolve_embedding_model
 
     model = load_embedding_model(resolve_embedding_model("all-MiniLM-L6-v2"))
     return ReaderNavigator(lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True,
-                                                      convert_to_numpy=True, show_progress_bar=False))
+                                                      convert_to_numpy=True, show_progress_bar=False), floor=floor)
 
 
 def headline(results: list[dict[str, Any]], name: str, noisy_rate: float) -> dict[str, Any]:
-    """The numbers the issue asks for, of one setting: its oracle run, and its noisy hit when measured."""
+    """The numbers the issues ask for, of one setting: its oracle run's tokens and ceiling, its noisy hit and its
+    reader hit when measured."""
     oracle = next((r for r in results if r["variant"] == name and r["error_rate"] == 0.0), None)
     if oracle is None:
         return {}
     noisy = next((r for r in results if r["variant"] == name and r["error_rate"] == noisy_rate), None)
+    reader = next((r for r in results if r["variant"] == name and r["policy"] == "reader"), None)
     return {"headline_variant": name, "prompt_tokens_per_query": oracle["prompt_tokens_per_query"],
-            "uncached_prompt_tokens_per_query": oracle["uncached_prompt_tokens_per_query"],
+            "computed_tokens_per_query": oracle["computed_tokens_per_query"],
+            "completion_tokens_per_query": oracle["completion_tokens_per_query"],
             "candidate_ceiling": oracle["candidate_ceiling"], "oracle_hit": oracle["hit"],
-            **({f"hit_at_error_rate_{noisy_rate:g}": noisy["hit"]} if noisy else {})}
+            **({f"hit_at_error_rate_{noisy_rate:g}": noisy["hit"]} if noisy else {}),
+            **({"reader_hit": reader["hit"], "reader_recall": reader["recall"],
+                "reader_returned_per_query": reader["returned_per_query"],
+                "reader_computed_tokens_per_query": reader["computed_tokens_per_query"]} if reader else {})}
 
 
 def main() -> None:
@@ -403,13 +446,25 @@ def main() -> None:
     parser.add_argument("--settings", default="", help="with --frontier: only these FRONTIER settings (';' list)")
     parser.add_argument("--plot", type=Path, default=None, help="with --frontier: draw the frontier into this PNG")
     parser.add_argument("--reader", action="store_true",
-                        help="with --frontier: also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
+                        help="also run the reader navigator (all-MiniLM-L6-v2 reads the lines)")
+    parser.add_argument("--reader-floor", type=float, default=None,
+                        help="the reader's selections answer NONE below this similarity (compare list layouts with"
+                        " one: without it the reader takes a service from every list)")
+    parser.add_argument("--preset", default=None, help="a [search] preset for every variant (default, published,"
+                        " lean); frontier rows that set a preset keep theirs")
+    parser.add_argument("--cache-tokens", type=int, default=DEFAULT_CACHE_TOKENS,
+                        help="capacity of the simulated prefix cache, in tokens")
+    parser.add_argument("--block-tokens", type=int, default=BLOCK_TOKENS, help="block size of the simulated cache")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="queries that fill the cache first and are left out of the per-query costs")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
     args.services = args.services or args.data / "services.json"
     args.queries = args.queries or args.data / "queries_dev.json"
     options = parse_option_pairs(args.option)
+    if args.preset:
+        options["preset"] = args.preset
     if args.frontier:
         picked = [s.strip() for s in args.settings.split(";") if s.strip()] or list(FRONTIER)
         unknown = [s for s in picked if s not in FRONTIER]
@@ -419,6 +474,7 @@ def main() -> None:
         runs = [(name, FRONTIER[name][0], FRONTIER[name][1], False) for name in picked]
     else:
         rates = [0.0] if args.policy == "oracle" else [float(e) for e in args.error_rate.split(",")]
+        rates += [None] if args.reader else []
         variants = [v.strip() for v in args.variants.split(",") if v.strip()]
         unknown = [v for v in variants if v not in VARIANTS]
         if unknown:
@@ -445,18 +501,20 @@ def main() -> None:
             retrieval_ms = round((time.perf_counter() - started) / max(1, len(queries)) * 1000, 3)
         context = {"tree": tree, "services": services, "queries": queries, "settings": settings, "options": options,
                    "retriever": retriever, "registry": registry_info(db), "folder": Path(tmp), "runs": [],
-                   "known": {s.id for s in services}, "reader": make_reader() if None in rates else None}
+                   "known": {s.id for s in services},
+                   "reader": make_reader(args.reader_floor) if None in rates else None}
         results = [run_variant(name, rate, args, context, mode=mode, config=config, overrides=overrides, rescue=rescue)
                    for rate in rates for (name, mode, overrides, rescue), config in zip(runs, configs, strict=True)]
         config = LlmSearchConfig.from_settings(settings, **options)
         full_tokens = FullCatalogue(services, ScriptedEngine(lambda r: ""), config).prompt_tokens(queries[0].query)
     depth = tree.stats().depth
     noisy_rate = args.frontier_error_rate if args.frontier else 0.1
-    first = "defaults" if args.frontier and "defaults" in [r[0] for r in runs] else runs[0][0]
+    first = "default" if args.frontier and "default" in [r[0] for r in runs] else runs[0][0]
     result: dict[str, Any] = {
         **headline(results, first, noisy_rate),
         "simulation": SIMULATION, "policy": "oracle+noisy" if args.frontier else args.policy, "error_rates": rates,
         "seed": args.seed, "queries": len(queries), "batch_size": args.batch_size, "options": options,
+        "reader_floor": args.reader_floor,
         "tree": {**tree.stats().to_dict(), **tree_info},
         "full_catalogue_prompt_tokens": full_tokens, "retrieval_ms_per_query": retrieval_ms, "results": results,
     }

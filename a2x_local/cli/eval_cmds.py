@@ -21,8 +21,10 @@ from a2x_local.cli.output import console, print_json, progress_bars, want_progre
 from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,
+    PRESETS,
     EvaluationConfig,
     check_plots,
+    compare_presets,
     compare_row,
     compare_runs,
     describe_method,
@@ -33,8 +35,8 @@ from a2x_local.evaluation import (
     run_evaluation,
 )
 from a2x_local.jsonfiles import JsonLimits
-from a2x_local.llm import EngineOptions
-from a2x_local.search import LabelledQuery, clear_fusion, make_method, tune_fusion
+from a2x_local.llm import EngineOptions, make_engine
+from a2x_local.search import MODES, LabelledQuery, clear_fusion, make_method, tune_fusion
 
 eval_app = typer.Typer(
     invoke_without_command=True, no_args_is_help=False,
@@ -174,6 +176,70 @@ def compare_command(
     console.print(table)
     for file in files:
         console.print(f"wrote {file}", highlight=False)
+
+
+@eval_app.command("compare-presets")
+@with_engine_options
+def compare_presets_command(
+    ctx: typer.Context,
+    queries: Annotated[Path, typer.Option("--queries", "-q", help="Benchmark file: JSON list (or JSONL) of {id, "
+                                          "query, correct_tools: [{id}]}.", show_default=False)],
+    presets: Annotated[str, typer.Option("--presets", help="Comma-separated \\[search] presets to compare.")]
+    = ",".join(PRESETS),
+    mode: Annotated[str | None, typer.Option("--mode", help="get_all | get_important | get_one (default: "
+                                             "\\[search] default_mode).", show_default=False)] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N queries.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder of the runs, one per preset (default: "
+                                             "<runs_dir>/presets-<queries>).", show_default=False)] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1, help="Queries per search_batch call.")] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+    engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
+) -> None:
+    """Run a2x under several presets (published, default, lean) on the same queries with one model: hit, recall,
+    prompt tokens and computed tokens side by side.
+
+    Computed tokens are what the engine computed: the prompt tokens its prefix cache did not serve (as the engine
+    reports them), plus decode. Each preset starts from a cold cache where the engine allows it (vLLM). Every run is
+    an ordinary run folder (`eval compare` reads them).
+
+    Example: a2x-local eval compare-presets --model qwen2.5-7b --queries data/toolret/queries_dev.json --limit 200
+    """
+    names = [name.strip() for name in presets.split(",") if name.strip()]
+    settings = settings_for(ctx, db)
+    known = list(settings.config.get("search_presets", {}))
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise _usage(f"unknown preset(s) {', '.join(unknown) or '(none given)'}; choose from: {', '.join(known)}",
+                     "--presets")
+    if mode is not None and mode not in MODES:
+        raise _usage(f"unknown mode '{mode}'; choose {', '.join(MODES)}", "--mode")
+    config = EvaluationConfig.from_settings(settings, batch_size=batch_size)
+    query_list = load_queries(queries, JsonLimits.from_settings(settings))
+    registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
+    folder = out or Path(config.runs_dir) / f"presets-{Path(queries).stem}"
+    engine = make_engine(settings, engine_options)
+    try:
+        with progress_bars(want_progress(json_output)) as bars:
+            report = compare_presets(settings, engine, query_list, queries_file=queries, registry=registry,
+                                     config=config, out=folder, presets=names, mode=mode, limit=limit,
+                                     progress=bars)
+    finally:
+        engine.close()
+    if json_output:
+        print_json(report)
+        return
+    table = Table(title=f"a2x by preset: {Path(queries).name}, {report['engine'].get('model', '')}")
+    for column in ("preset", "hit", "recall", "prompt tok/q", "computed tok/q", "calls/q", "errors"):
+        table.add_column(column, justify="left" if column == "preset" else "right")
+    for row in report["presets"]:
+        table.add_row(row["preset"], pct(row["hit"]), pct(row["recall"]), f"{row['prompt_tokens_per_query']:,.0f}",
+                      f"{row['computed_tokens_per_query']:,.0f}", f"{row['calls_per_query']:.2f}", str(row["errors"]))
+    console.print(table)
+    if not all(row["cold_cache"] for row in report["presets"]):
+        console.print("[dim]the engine could not drop its prefix cache between presets: later presets may find "
+                      "shared instructions cached already[/dim]")
+    console.print(f"runs in {folder}", highlight=False)
 
 
 @eval_app.command("tune")

@@ -190,15 +190,15 @@ class MethodChoice:
 
     @classmethod
     def of(cls, method: str | None = None, mode: str | None = None, embedding_model: str | None = None,
-           text: str | None = None, option: list[str] | None = None, *,
+           text: str | None = None, option: list[str] | None = None, preset: str | None = None, *,
            default: str | None = "hybrid") -> MethodChoice:
         """The choice from the flags; --mode is checked here only when the method is known (given, or ``default``)."""
         name = method or default
         if name is not None and mode is not None:
             _check_mode(name, mode)
         options: dict[str, Any] = parse_option_pairs(option or [])
-        options.update({key: value for key, value in (("embedding_model", embedding_model), ("text", text))
-                        if value is not None})
+        options.update({key: value for key, value in (("embedding_model", embedding_model), ("text", text),
+                                                      ("preset", preset)) if value is not None})
         return cls(name, mode, options)
 
     def with_engine(self, engine_options: EngineOptions) -> dict[str, Any]:
@@ -224,6 +224,10 @@ METHOD_FLAGS: dict[str, Any] = {
     "option": Annotated[list[str] | None, typer.Option(
         "--option", "-o", rich_help_panel=_METHOD_PANEL, show_default=False,
         help="Any other method option, KEY=VALUE (repeatable), e.g. -o rrf_k=30.")],
+    "preset": Annotated[str | None, typer.Option(
+        "--preset", rich_help_panel=_METHOD_PANEL, show_default=False,
+        help="LLM methods: settings of the token levers, default | published | lean (default: \\[search] preset; "
+             "lean for engines billed per prompt token).")],
 }
 
 with_method_options = option_bundle("method", METHOD_FLAGS, MethodChoice.of)

@@ -30,6 +30,10 @@ def serve_command(
                                                    "line).")] = None,
     insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback --host without a token (only "
                                            "on a network you trust).")] = False,
+    preset: Annotated[str | None, typer.Option("--preset", show_default=False,
+                                               help="Settings of the LLM methods' token levers: default | published"
+                                                    " | lean (default: \\[search] preset; lean for engines billed "
+                                                    "per prompt token).")] = None,
     db: DbOption = None,
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
@@ -43,6 +47,12 @@ def serve_command(
     """
     check("fastapi", "fastapi_offline", "uvicorn", "mcp", "prometheus_client", feature="a2x-local serve")
     settings = settings_for(ctx, db)
+    if preset is not None:
+        known = list(settings.config.get("search_presets", {}))
+        if preset not in known:
+            raise typer.BadParameter(f"unknown preset '{preset}'; choose one of: {', '.join(known)}",
+                                     param_hint="--preset")
+        settings = settings.with_overrides("search", preset=preset)
     options = ServeOptions(host=host, port=port, token=token or None, insecure=insecure, engine=engine_options)
     if stdio:
         serve_stdio(settings, options)

@@ -2,14 +2,17 @@
 Everything else in this package is private to it."""
 
 from a2x_local.evaluation.harness import EvaluationConfig, registry_info
+from a2x_local.evaluation.presets import PRESETS, compare_presets
 from a2x_local.evaluation.queries import load_queries, load_query_texts
 from a2x_local.evaluation.report import COMPARE_COLUMNS, compare_row, pct
 from a2x_local.evaluation.runner import check_plots, compare_runs, describe_method, plan_run, run_evaluation
 
 __all__ = [
     "COMPARE_COLUMNS",
+    "PRESETS",
     "EvaluationConfig",
     "check_plots",
+    "compare_presets",
     "compare_row",
     "compare_runs",
     "describe_method",

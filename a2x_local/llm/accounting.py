@@ -17,7 +17,8 @@ from a2x_local.costs import Cost
 class CallStats(Cost):
     """Totals for one call type: the `Cost` (``calls`` counts every attempt sent to a model, retries included) and
     what went wrong or was saved: ``cached`` counts answers read from the answer cache instead (never sent), and
-    the ``cached_*`` tokens what they saved."""
+    the ``cached_*`` tokens what they saved; ``prefix_cached_tokens`` the prompt tokens the engine served from its
+    prefix cache (engines that report it)."""
 
     failures: int = 0
     retries: int = 0
@@ -25,6 +26,7 @@ class CallStats(Cost):
     cached: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    prefix_cached_tokens: int = 0
 
     def add(self, other: CallStats) -> None:
         for item in fields(self):

@@ -112,6 +112,7 @@ class Engine(ABC):
             for i, result in zip(retry_at, second, strict=True):
                 first = results[i]
                 result.prompt_tokens += first.prompt_tokens
+                result.prefix_cached_tokens += first.prefix_cached_tokens
                 result.completion_tokens += first.completion_tokens
                 result.seconds += first.seconds
                 results[i] = result
@@ -171,11 +172,17 @@ class Engine(ABC):
                 output.seconds = elapsed / len(fitted)
             result = validate(request, output)
             result.attempts = attempt
+            result.prefix_cached_tokens = output.prefix_cached_tokens
             self.usage.record(request.label, calls=1, prompt_tokens=output.prompt_tokens,
                               completion_tokens=output.completion_tokens, retries=int(attempt > 1),
-                              seconds=output.seconds)
+                              seconds=output.seconds, prefix_cached_tokens=output.prefix_cached_tokens)
             results[i] = result
         return [r for r in results if r is not None]
+
+    def reset_prefix_cache(self) -> bool:
+        """Forget the prompt prefixes the engine has cached, so a measurement starts cold; False when the engine
+        keeps none it can drop (a remote server, or no prefix cache)."""
+        return False
 
     def close(self) -> None:
         """Release the model (GPU memory, server connections)."""

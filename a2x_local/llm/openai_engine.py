@@ -192,10 +192,14 @@ class OpenAIEngine(Engine):
         usage = response.usage
         prompt_tokens = usage.prompt_tokens if usage else 0
         completion_tokens = usage.completion_tokens if usage else 0
+        # Servers with a prefix cache (vLLM, most providers) say how much of the prompt it served.
+        details = getattr(usage, "prompt_tokens_details", None)
+        prefix_cached = int(getattr(details, "cached_tokens", 0) or 0)
         text = choice.message.content or ""
         if choice.finish_reason in ("stop", "length"):
-            return RawOutput(text, prompt_tokens, completion_tokens, choice.finish_reason)
-        return RawOutput(text, prompt_tokens, completion_tokens, "error",
+            return RawOutput(text, prompt_tokens, completion_tokens, choice.finish_reason,
+                             prefix_cached_tokens=prefix_cached)
+        return RawOutput(text, prompt_tokens, completion_tokens, "error", prefix_cached_tokens=prefix_cached,
                          error=f"the server finished with reason {choice.finish_reason!r}")
 
     def _check_alive(self, timed_out: Exception) -> None:

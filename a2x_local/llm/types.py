@@ -96,7 +96,8 @@ class Request:
 @dataclass
 class Result:
     """One answer. ``ok`` is False when the text never validated; ``value`` is then None and ``error`` says why.
-    ``cached``: read from the answer cache, never sent (no tokens, no attempts)."""
+    ``cached``: read from the answer cache, never sent (no tokens, no attempts). ``prefix_cached_tokens``: prompt
+    tokens the engine served from its prefix cache (as the engine reports it; 0 when it does not)."""
 
     text: str
     value: Any
@@ -107,6 +108,7 @@ class Result:
     attempts: int = 1
     error: str | None = None
     cached: bool = False
+    prefix_cached_tokens: int = 0
 
     @property
     def ok(self) -> bool:
@@ -123,6 +125,7 @@ class RawOutput:
     finish_reason: Literal["stop", "length", "error"]
     seconds: float = 0.0
     error: str | None = None
+    prefix_cached_tokens: int = 0
 
 
 def validate(request: Request, raw: RawOutput) -> Result:

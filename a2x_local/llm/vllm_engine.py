@@ -162,8 +162,12 @@ class VllmEngine(Engine):
             [dict(m) for m in messages], tokenize=False, add_generation_prompt=True,
             **self.config.chat_template_kwargs)
 
+    def prompt_token_ids(self, messages: Sequence[Message]) -> list[int]:
+        """The token ids this model is sent for these messages (what its prefix cache matches on)."""
+        return list(self._tokenizer.encode(self.render(messages), add_special_tokens=False))
+
     def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
-        return len(self._tokenizer.encode(self.render(messages), add_special_tokens=False))
+        return len(self.prompt_token_ids(messages))
 
     def token_counter(self) -> ChatTokenCounter:
         return ChatTokenCounter(str(self.model_path), self.config.chat_template_kwargs)
@@ -223,6 +227,9 @@ class VllmEngine(Engine):
                 outputs[i] = _raw_output(answer)
         return [output for output in outputs if output is not None]
 
+    def reset_prefix_cache(self) -> bool:
+        return bool(self._llm.reset_prefix_cache())
+
     def close(self) -> None:
         """Stop the engine and free its memory so another model can start in this process."""
         if VllmEngine._live is self:
@@ -256,8 +263,10 @@ def _raw_output(answer: Any) -> RawOutput:
     completion = answer.outputs[0]
     prompt_tokens = len(answer.prompt_token_ids or [])
     completion_tokens = len(completion.token_ids or [])
+    # vLLM's own count of the prompt tokens its prefix cache served (RequestOutput.num_cached_tokens).
+    prefix_cached = int(getattr(answer, "num_cached_tokens", 0) or 0)
     reason = completion.finish_reason
     if reason in ("stop", "length"):
-        return RawOutput(completion.text, prompt_tokens, completion_tokens, reason)
-    return RawOutput(completion.text, prompt_tokens, completion_tokens, "error",
+        return RawOutput(completion.text, prompt_tokens, completion_tokens, reason, prefix_cached_tokens=prefix_cached)
+    return RawOutput(completion.text, prompt_tokens, completion_tokens, "error", prefix_cached_tokens=prefix_cached,
                      error=f"vLLM finished the request with reason {reason!r}")

@@ -54,7 +54,8 @@ def read_tree_file(path: Path, limits: JsonLimits | None = None) -> Any:
         raise InputError(str(path), f"a tree of the A2X-registry format needs its {CLASS_FILE} beside it"
                          f" ({class_path} not found): it holds the categories' names and descriptions",
                          hint=TREE_HINT)
-    root, warnings = from_official(data, read_json(class_path, limits), source=str(path), class_source=str(class_path))
+    root, warnings = from_official(data, read_json(class_path, limits), source=str(path), class_source=str(class_path),
+                                   max_depth=MAX_DEPTH, max_nodes=MAX_NODES)
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "root": root, "imported_from": "a2x-registry",
             "warnings": warnings}
 

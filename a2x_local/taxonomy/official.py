@@ -4,9 +4,12 @@ That implementation stores a tree as two files in one folder:
 - ``taxonomy.json``: ``{"version": "2.0-hierarchical", "root": ID, "categories": {ID: {"children": [ID, ...],
   "services": [service id, ...]}}, "build_status": ...}``;
 - ``class.json``: ``{"version": ..., "categories": {ID: {"name", "description", "boundary"?, "decision_rule"?}}}``.
-The structure must be a tree: a category listed under two parents, or on a loop, is an error naming it. Its
-children are listed in string order of their ids (``cat_sub1, cat_sub10, cat_sub2``); they are put back in the
-order the build created them (natural order of the ids), which is also the order a reader expects.
+Its builds can list one category under two parents (its publicMCP tree has ``cat_sub22_sub8`` under ``cat_sub22``
+and ``cat_sub4_sub22``): its search then reaches that category, and everything under it, from either parent. Such a
+category is imported under each of its parents (a copy of its subtree under each), which is what that search sees,
+and a warning says so; a loop (a category under itself) is an error naming it. Its children are listed in string
+order of their ids (``cat_sub1, cat_sub10, cat_sub2``); they are put back in the order the build created them
+(natural order of the ids), which is also the order a reader expects.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ def _ids(value: Any, source: str, entry: str, field: str) -> list[str]:
     return list(value)
 
 
-def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str,
-                  class_source: str) -> tuple[dict[str, Any], list[str]]:
+def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str, class_source: str,
+                  max_depth: int = 32, max_nodes: int = 200_000) -> tuple[dict[str, Any], list[str]]:
     """The nested tree (our exchange format's root node) and warnings about what was left out or assumed."""
     categories = taxonomy["categories"]
     texts = classes.get("categories") if isinstance(classes, dict) else None
@@ -57,43 +60,64 @@ def from_official(taxonomy: dict[str, Any], classes: Any, *, source: str,
     status = taxonomy.get("build_status")
     if status is not None and status != "complete":
         warnings.append(f"the tree's build_status is {status!r}, not 'complete': it may be unfinished")
-    unnamed: list[str] = []
-    parent_of: dict[str, str] = {}
-    nodes: dict[str, dict[str, Any]] = {}
-    order = [root_id]
-    for category_id in order:      # grows while walking: breadth first from the root
+    unnamed: dict[str, None] = {}
+    parents: dict[str, list[str]] = {}
+    placements: dict[str, int] = {}
+    built = 0
+
+    def expand(category_id: str, path: tuple[str, ...]) -> dict[str, Any]:
+        """A fresh nested node for the category and its whole subtree (a category with two parents is expanded
+        once under each)."""
+        nonlocal built
         data = categories[category_id]
         if not isinstance(data, dict):
             raise InputError(source, "a category must be an object", entry=category_id, hint=OFFICIAL_HINT)
-        children = sorted(_ids(data.get("children"), source, category_id, "children"), key=_natural)
-        services = _ids(data.get("services"), source, category_id, "services")
-        nodes[category_id] = _node(category_id, texts.get(category_id), services, class_source, unnamed)
-        for child in children:
+        if len(path) > max_depth + 1:
+            raise InputError(source, f"the tree is deeper than {max_depth} levels", entry=category_id,
+                             hint=OFFICIAL_HINT)
+        built += 1
+        if built > max_nodes:
+            raise InputError(source, f"more than {max_nodes} nodes once every category with several parents is"
+                             " placed under each of them", entry=category_id, hint=OFFICIAL_HINT)
+        node = _node(category_id, texts.get(category_id), _ids(data.get("services"), source, category_id,
+                                                                "services"), class_source, unnamed)
+        placements[category_id] = placements.get(category_id, 0) + 1
+        if placements[category_id] > 1:       # a further placement: ids of nested nodes must stay unique
+            node["id"] = f"{category_id} (placement {placements[category_id]})"
+        for child in sorted(_ids(data.get("children"), source, category_id, "children"), key=_natural):
             if child not in categories:
                 raise InputError(source, f"child '{child}' is not among the categories", entry=category_id,
                                  field="children", hint=OFFICIAL_HINT)
-            if child == root_id or child in parent_of:
-                first = parent_of.get(child, "(it is the root)")
-                raise InputError(source, f"category '{child}' is listed under '{first}' and '{category_id}': a"
-                                 " category may have one parent only (or the parent links loop)",
+            if child in path:
+                raise InputError(source, f"category '{child}' is listed under '{category_id}', which lies under it"
+                                 f" (the parent links loop: {' > '.join((*path[path.index(child):], child))})",
                                  entry=category_id, field="children", hint=OFFICIAL_HINT)
-            parent_of[child] = category_id
-            order.append(child)
-    for category_id in order[1:]:
-        nodes[parent_of[category_id]]["children"].append(nodes[category_id])
-    unreached = len(categories) - len(order)
+            if category_id not in parents.setdefault(child, []):
+                parents[child].append(category_id)
+            node["children"].append(expand(child, (*path, child)))
+        return node
+
+    root = expand(root_id, (root_id,))
+    shared = {child: under for child, under in parents.items() if len(under) > 1}
+    if shared:
+        first, under = next(iter(shared.items()))
+        warnings.append(f"{len(shared)} categories are listed under several parents (e.g. '{first}' under"
+                        f" {' and '.join(repr(p) for p in under)}): each is imported under every parent, as the"
+                        " published search reaches it from each")
+    unreached = len(categories) - len(parents) - 1
     if unreached:
         warnings.append(f"{unreached} categories are not reachable from the root '{root_id}' and were left out")
     if unnamed:
         warnings.append(f"{len(unnamed)} categories have no entry in {CLASS_FILE} and are named by their id,"
-                        f" e.g. '{unnamed[0]}'")
-    return nodes[root_id], warnings
+                        f" e.g. '{next(iter(unnamed))}'")
+    return root, warnings
 
 
-def _node(category_id: str, text: Any, services: list[str], class_source: str, unnamed: list[str]) -> dict[str, Any]:
+def _node(category_id: str, text: Any, services: list[str], class_source: str,
+          unnamed: dict[str, None]) -> dict[str, Any]:
     node: dict[str, Any] = {"id": category_id, "services": services, "children": []}
     if text is None:
-        unnamed.append(category_id)
+        unnamed[category_id] = None
         return node | {"name": category_id, "description": ""}
     if not isinstance(text, dict):
         raise InputError(class_source, "a category's entry must be an object", entry=category_id, hint=OFFICIAL_HINT)

@@ -5,7 +5,8 @@
 - `WordPolicy`: a rule that builds word-based taxonomies (every build call);
 - `SimulatedNavigator` (knows the correct services; perfect or with seeded errors) and `ReaderNavigator` (reads the
   offered lines, by embedding similarity): rules that make the search's decisions;
-- `uncached_tokens`: what a prefix-caching engine computes of one round of prompts.
+- `uncached_tokens`: what a prefix-caching engine computes of one round of prompts; `PrefixCache` (a block-level
+  LRU cache as vLLM keeps it) and `CacheMeter`: what it computes of a whole stream of rounds, by query.
 
 Like every other package, it uses the stages only through their public `__init__`.
 """
@@ -13,9 +14,21 @@ Like every other package, it uses the stages only through their public `__init__
 from a2x_local.testing.build_policy import WordPolicy, categories_json, category_text
 from a2x_local.testing.engine import ScriptedEngine, registered_engine
 from a2x_local.testing.navigators import ReaderNavigator, SimulatedNavigator, listed_lines
-from a2x_local.testing.prefix_cache import uncached_tokens
+from a2x_local.testing.prefix_cache import (
+    BLOCK_TOKENS,
+    DEFAULT_CACHE_TOKENS,
+    CacheMeter,
+    ComputedTokens,
+    PrefixCache,
+    uncached_tokens,
+)
 
 __all__ = [
+    "BLOCK_TOKENS",
+    "DEFAULT_CACHE_TOKENS",
+    "CacheMeter",
+    "ComputedTokens",
+    "PrefixCache",
     "ReaderNavigator",
     "ScriptedEngine",
     "SimulatedNavigator",

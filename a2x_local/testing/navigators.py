@@ -102,12 +102,19 @@ class ReaderNavigator:
     (they never read) cannot show. An embedding model is not a language model, so compare settings with it, not
     its hit with a model's. It takes the most similar option, and those within ``margin`` of it (at most ``most``)
     where the answer may hold several.
+
+    With a ``floor``, a selection answers NONE when no service is at least that similar to the request, and takes
+    only services above it, as a model answers NONE for a list that holds nothing it needs. Without one it always
+    takes a service from every list, so a layout that splits the same candidates into more lists makes it return
+    more services and hit more often without reading anything better: compare layouts with a floor.
     """
 
-    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, margin: float = 0.05, most: int = 3) -> None:
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, margin: float = 0.05, most: int = 3,
+                 floor: float | None = None) -> None:
         self.encode = encode
         self.margin = margin
         self.most = most
+        self.floor = floor
         self._vectors: dict[str, np.ndarray] = {}
 
     def vectors(self, texts: list[str]) -> np.ndarray:
@@ -124,5 +131,8 @@ class ReaderNavigator:
         order = sorted(range(len(lines)), key=lambda k: (-similarity[k], k))
         best = similarity[order[0]]
         most = min(self.most, context["max_items"])
-        chosen = [k for k in order[:most] if similarity[k] >= best - self.margin]
-        return ",".join(str(k + 1) for k in chosen)
+        least = best - self.margin
+        if self.floor is not None and context["call"] != "descend":
+            least = max(least, self.floor)
+        chosen = [k for k in order[:most] if similarity[k] >= least]
+        return ",".join(str(k + 1) for k in chosen) or NONE

@@ -115,6 +115,9 @@ def write_world_config(home: Path, *, engine: str | None = None) -> None:
     thresholds = world_config().thresholds()
     lines = [f"{k} = {str(thresholds[k]).lower() if isinstance(thresholds[k], bool) else repr(thresholds[k])}"
              for k in WORLD_KEYS]
-    text = "[build]\n" + "\n".join(lines) + "\n" + (f'[engine]\nname = "{engine}"\n' if engine else "")
+    # The world's registry is so small that direct selection would send all of it to selection whole, and the
+    # gate could not tell a tree that files services under the wrong categories from a good one.
+    text = ("[build]\n" + "\n".join(lines) + "\n[search]\ndirect_select_below = 0\n"
+            + (f'[engine]\nname = "{engine}"\n' if engine else ""))
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(text, encoding="utf-8")

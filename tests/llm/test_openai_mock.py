@@ -37,11 +37,16 @@ def model_entry(name: str, max_model_len: int | None = None) -> dict[str, Any]:
     return entry
 
 
-def completion(text: str, finish: str = "stop", prompt: int = 11, generated: int = 3) -> httpx.Response:
+def completion(text: str, finish: str = "stop", prompt: int = 11, generated: int = 3,
+               cached: int | None = None) -> httpx.Response:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": generated,
+                             "total_tokens": prompt + generated}
+    if cached is not None:      # a server with a prefix cache says how much of the prompt it served
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
     return httpx.Response(200, json={
         "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "served",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": generated, "total_tokens": prompt + generated}})
+        "usage": usage})
 
 
 def server_error(status: int, message: str) -> httpx.Response:
@@ -236,9 +241,9 @@ def test_usage_and_finish_reasons_map_to_results(server, engine) -> None:
     def answer(body: dict[str, Any], request: httpx.Request) -> httpx.Response:
         i = question(body)
         if i == 0:
-            return completion("support", prompt=21, generated=2)
+            return completion("support", prompt=21, generated=2, cached=16)
         if i == 1:
-            return completion("sales le", finish="length", prompt=22, generated=body["max_tokens"])
+            return completion("sales le", finish="length", prompt=22, generated=body["max_tokens"], cached=8)
         return completion("sales", finish="abort", prompt=23, generated=1)
 
     server.answer = answer
@@ -248,6 +253,9 @@ def test_usage_and_finish_reasons_map_to_results(server, engine) -> None:
     assert not cut.ok and cut.finish_reason == "length" and cut.value is None and cut.attempts == 2
     assert cut.error == "answer cut off at 6 tokens" and cut.text == "sales le"
     assert (cut.prompt_tokens, cut.completion_tokens) == (22 + 22, 3 + 6)
+    # The prefix-cache hits the server reported, summed over attempts like the tokens; none where it said nothing.
+    assert (ok.prefix_cached_tokens, cut.prefix_cached_tokens, aborted.prefix_cached_tokens) == (16, 16, 0)
+    assert engine.usage.total().prefix_cached_tokens == 32
     assert aborted.finish_reason == "error" and "'abort'" in aborted.error and aborted.value is None
     assert sorted(body["max_tokens"] for body in server.bodies() if question(body) == 1) == [3, 6]
 

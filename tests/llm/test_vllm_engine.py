@@ -124,3 +124,23 @@ def test_engine_start_survives_numba_loaded_first() -> None:
     import llvmlite.binding.ffi as ffi
 
     assert vars(ffi.lib) == {}
+
+
+def test_the_engine_reports_its_prefix_cache_hits_as_the_simulated_cache_counts_them(vllm_engine) -> None:
+    from a2x_local.testing import PrefixCache
+
+    block = vllm_engine._llm.llm_engine.vllm_config.cache_config.block_size
+    # A prefix no other test sends (the session's engine keeps every test's prompts), a few blocks long.
+    shared = "Reference catalogue 7f3a: " + " ".join(f"service{k} books rooms" for k in range(120))
+    rounds = [[Request([{"role": "user", "content": f"{shared}\nRequest: {ask}"}], RegexConstraint("[0-9]"),
+                       max_tokens=2, label="cache") for ask in asks] for asks in (["a hotel"], ["a flight", "a car"])]
+    before = vllm_engine.usage.snapshot()
+    simulated = PrefixCache(capacity_tokens=10**7, block_tokens=block)
+    reported = []
+    for requests in rounds:
+        for request, result in zip(requests, vllm_engine.generate(requests), strict=True):
+            assert result.prefix_cached_tokens == simulated.cached(vllm_engine.prompt_token_ids(request.messages))
+            reported.append(result.prefix_cached_tokens)
+    # The first prompt found nothing; the next two found the shared prefix, in whole blocks.
+    assert reported[0] == 0 and all(count >= block and count % block == 0 for count in reported[1:])
+    assert vllm_engine.usage.since(before).by_label["cache"].prefix_cached_tokens == sum(reported)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from a2x_local.llm.types import Request
 from a2x_local.registry.types import Service
+from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.descent import option_services
 from a2x_local.search.llm.positions import NONE
 from a2x_local.taxonomy.types import Tree, TreeNode
@@ -43,6 +44,13 @@ SHAPE = {
     "root/3/1": ("Payments", ["p1", "p2"]),
     "root/3/2": ("Stocks", ["s1", "s2", "s3", "s4", "f1"]),
 }
+
+
+def descent_config(**overrides: object) -> LlmSearchConfig:
+    """The packaged `[search]` defaults with direct selection off and a node's own services an option at the root
+    only: the sample trees are so small that direct selection would send every reached branch to selection whole,
+    and these tests watch the descent itself, node by node (tests of those two levers set them)."""
+    return LlmSearchConfig.defaults(**{"direct_select_below": 0, "other_services_child": "root", **overrides})
 
 
 def sample_tree() -> Tree:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import re
 
-from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.descent import Descender
 from a2x_local.search.llm.rounds import RoundRunner
 from a2x_local.testing import ScriptedEngine
-from tests.search.a2x_helpers import Oracle, make_tree, sample_tree
+from tests.search.a2x_helpers import Oracle, descent_config, make_tree, sample_tree
 
 
 def _descend(tree, oracle, queries, config=None):
     engine = ScriptedEngine(oracle)
     runner = RoundRunner(engine, len(queries))
-    walks = Descender(tree, engine, config or LlmSearchConfig.defaults()).descend(queries, runner)
+    walks = Descender(tree, engine, config or descent_config()).descend(queries, runner)
     return walks, engine, runner
 
 
@@ -92,7 +91,7 @@ def test_boundaries_are_shown_only_in_get_one_and_the_query_comes_last():
     oracle = Oracle(tree, {"a": {"w1"}, "b": {"w1"}, "c": {"p1"}})
     # Every boundary (overlap 0): the sample tree's categories share too few services to be confused.
     _descend(tree, oracle, [("a", "get_all"), ("b", "get_one"), ("c", "get_all")],
-             LlmSearchConfig.defaults(boundary_min_overlap=0.0))
+             descent_config(boundary_min_overlap=0.0))
     by_query = {r.context["query"]: r for r in oracle.seen if r.context["node"] == "root"}
     assert "NOT here" not in by_query["a"].messages[1]["content"]
     assert "NOT here: anything but weather" in by_query["b"].messages[1]["content"]

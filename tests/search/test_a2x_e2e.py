@@ -117,6 +117,35 @@ def test_search_trace_with_the_real_engine(built_db, tiny_engine_args, monkeypat
         assert set(decision["selected"]).isdisjoint(decision["pruned"]) and decision["error"] is None
 
 
+def test_compare_presets_runs_each_preset_on_the_same_queries_and_counts_what_the_engine_computed(
+        built_db, tiny_engine_args, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
+    capsys.readouterr()
+    code = run(["eval", "compare-presets", *tiny_engine_args, "--queries", str(QUERIES), "--limit", "12",
+                "--mode", "get_all", "--out", str(tmp_path / "presets"), "--db", str(built_db), "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    rows = report["presets"]
+    assert [row["preset"] for row in rows] == ["published", "default", "lean"]
+    for row in rows:
+        assert row["errors"] == 0 and row["scored"] > 0 and 0 <= row["hit"] <= 1 and 0 <= row["recall"] <= 1
+        assert row["prompt_tokens_per_query"] > 0 and row["calls_per_query"] >= 1 and row["cold_cache"]
+        # What the engine computed: the prompt less what vLLM's prefix cache served, plus decode.
+        assert 0 < row["cached_prompt_tokens_per_query"] < row["prompt_tokens_per_query"]
+        assert row["computed_tokens_per_query"] == pytest.approx(
+            row["prompt_tokens_per_query"] - row["cached_prompt_tokens_per_query"]
+            + row["completion_tokens_per_query"])
+        run_dir = tmp_path / "presets" / row["preset"]
+        assert row["run_dir"] == str(run_dir) and len((run_dir / "results.jsonl").read_text().splitlines()) == 12
+        assert json.loads((run_dir / "run.json").read_text())["spec"]["options"]["preset"] == row["preset"]
+    # The table for people names every preset.
+    code = run(["eval", "compare-presets", *tiny_engine_args, "--queries", str(QUERIES), "--limit", "2",
+                "--presets", "lean,published", "--out", str(tmp_path / "two"), "--db", str(built_db)])
+    out = capsys.readouterr().out
+    assert code == 0 and "lean" in out and "published" in out and "computed" in out
+
+
 def test_a_catalogue_beyond_the_context_window_is_reported(vllm_engine, toolret_services):
     services = toolret_services
     method = FullCatalogue(services, SharedEngine(vllm_engine), LlmSearchConfig.defaults())

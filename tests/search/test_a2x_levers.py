@@ -24,7 +24,7 @@ from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy.types import TreeNode
 from a2x_local.testing import ScriptedEngine, uncached_tokens
-from tests.search.a2x_helpers import Oracle, make_tree, sample_services, sample_tree
+from tests.search.a2x_helpers import Oracle, descent_config, make_tree, sample_services, sample_tree
 
 LONG = ("Returns the five-day weather forecast for a city. Accepts a city name or coordinates, a unit system and a"
         " language, and answers with hourly temperatures, rain chances and wind speeds.")
@@ -51,14 +51,14 @@ def test_clip_words_cuts_after_a_whole_word_and_never_on_a_dangling_word():
 
 def test_compact_service_lines_keep_the_first_sentence_unless_the_name_is_shared():
     services = [_service("a", "get_weather"), _service("b", "Get Weather"), _service("c", "city_forecast")]
-    full = service_lines(services, LlmSearchConfig.defaults(service_lines="full"))
-    compact = service_lines(services, LlmSearchConfig.defaults(service_lines="compact", compact_service_chars=80))
+    full = service_lines(services, descent_config(service_lines="full"))
+    compact = service_lines(services, descent_config(service_lines="compact", compact_service_chars=80))
     assert compact["c"] == "city_forecast: Returns the five-day weather forecast for a city."
     # "get_weather" and "Get Weather" are one name: neither line alone would tell the two apart.
     assert compact["a"] == full["a"] and compact["b"] == full["b"] and len(compact["a"]) > len(compact["c"])
     assert count_chat_tokens([{"role": "user", "content": compact["c"]}]) < count_chat_tokens(
         [{"role": "user", "content": full["c"]}])
-    shorter = service_lines(services, LlmSearchConfig.defaults(service_lines="compact", compact_service_chars=30))
+    shorter = service_lines(services, descent_config(service_lines="compact", compact_service_chars=30))
     assert shorter["c"] == "city_forecast: Returns the five-day weather…"
 
 
@@ -69,10 +69,10 @@ def test_compact_category_lines_drop_the_siblings_shared_opening():
     assert shared_opening(descriptions) == "Services for"
     assert shared_opening(["Weather.", "Maps."]) == "" and shared_opening([]) == ""
     node = TreeNode("root/1", "root", 1, "Weather & Environment", descriptions[0], boundary="NOT here: maps")
-    config = LlmSearchConfig.defaults(category_lines="compact", compact_category_chars=35)
+    config = descent_config(category_lines="compact", compact_category_chars=35)
     assert category_line(node, config, boundary=False, opening="Services for") == (
         "Weather & Environment: weather forecasts, climate data…")
-    full = category_line(node, LlmSearchConfig.defaults(category_lines="full"), boundary=True,
+    full = category_line(node, descent_config(category_lines="full"), boundary=True,
                          opening="Services for")
     assert full == f"Weather & Environment: {descriptions[0]} (NOT here: maps)"
 
@@ -90,7 +90,7 @@ def test_get_one_shows_a_boundary_only_where_siblings_are_easily_confused():
     tree = sample_tree()
     engine = ScriptedEngine(lambda r: "1")
     for overlap, shown in ((0.1, {"Travel", "Finance"}), (0.5, set()), (0.0, {"Travel", "Weather", "Finance"})):
-        config = LlmSearchConfig.defaults(boundary_min_overlap=overlap)
+        config = descent_config(boundary_min_overlap=overlap)
         listing = Descender(tree, engine, config).request("fly", "get_one", "root").messages[1]["content"]
         with_boundary = {line.split(". ", 1)[1].split(":")[0] for line in listing.splitlines() if "NOT here" in line}
         assert with_boundary == shown
@@ -114,7 +114,8 @@ def test_direct_selection_skips_the_descent_of_small_subtrees():
     assert answer.hits[0].path == ["root", "root/1"] and answer.rounds == 2
     # Off, the same query takes a descent round more and sees only the hotels and Travel's own service.
     plain = A2XSearch(tree, sample_services(), ScriptedEngine(Oracle(tree, wanted)),
-                      LlmSearchConfig.defaults(merge_threshold=0, direct_select_below=0)).search("hotel tonight")
+                      LlmSearchConfig.defaults(merge_threshold=0, direct_select_below=0,
+                                               other_services_child="root")).search("hotel tonight")
     assert plain.rounds == 3 and plain.trace["direct"] == []
     assert {s for g in plain.trace["selection"] for s in g["services"]} == {"t0", "h1", "h2"}
 
@@ -161,7 +162,7 @@ def test_the_query_comes_last_so_requests_at_one_node_share_their_prefix(call):
     tree = sample_tree()
     seen = []
     method = A2XSearch(tree, sample_services(), ScriptedEngine(lambda r: seen.append(r) or "1"),
-                       LlmSearchConfig.defaults(merge_threshold=100))
+                       descent_config(merge_threshold=100, group_lists="merged"))
     method.search_batch([SearchRequest("find me a cheap hotel"), SearchRequest("book a flight to Rome")])
     first, second = [r for r in seen if r.context["call"] == call][:2]
     assert first.messages[1]["content"].endswith("Request: find me a cheap hotel")
@@ -173,7 +174,7 @@ def test_the_query_comes_last_so_requests_at_one_node_share_their_prefix(call):
     # Query first: the same tokens, but the second prompt shares only the instructions.
     seen.clear()
     method = A2XSearch(tree, sample_services(), ScriptedEngine(lambda r: seen.append(r) or "1"),
-                       LlmSearchConfig.defaults(merge_threshold=100, prompt_layout="query_first"))
+                       descent_config(merge_threshold=100, group_lists="merged", prompt_layout="query_first"))
     method.search_batch([SearchRequest("find me a cheap hotel"), SearchRequest("book a flight to Rome")])
     swapped = [r for r in seen if r.context["call"] == call][:2]
     assert swapped[0].messages[1]["content"].startswith("Request: find me a cheap hotel\n\n")
@@ -201,7 +202,7 @@ def test_compact_levers_shrink_the_prompts_of_a_real_sized_listing():
     totals = {}
     for lines in ("full", "compact"):
         engine = ScriptedEngine(lambda r: "1")
-        config = LlmSearchConfig.defaults(category_lines=lines, service_lines=lines)
+        config = descent_config(category_lines=lines, service_lines=lines)
         A2XSearch(tree, services, engine, config).search("forecast")
         totals[lines] = {label: u.prompt_tokens for label, u in engine.usage.by_label.items()}
     assert totals["compact"]["descend"] < 0.8 * totals["full"]["descend"]

@@ -40,7 +40,8 @@ def test_every_engine_option_is_an_llm_method_option():
 def test_a2x_searches_the_active_tree_from_the_database(db_path):
     build_id = store_registry_and_tree(db_path, sample_tree())
     engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
-    method = make_method("a2x", load_settings(db=db_path), db_path, engine=engine, merge_threshold=0)
+    method = make_method("a2x", load_settings(db=db_path), db_path, engine=engine, merge_threshold=0,
+                         direct_select_below=0)
     answer = method.search_batch([SearchRequest("find hotels")])[0]
     assert answer.ids == ["h1", "h2"] and answer.trace["tree"] == build_id
     assert answer.hits[0].path == ["root", "root/1", "root/1/2"]
@@ -94,7 +95,9 @@ def scripted_a2x():
 
     def factory(settings, db_path, options, progress):
         options.engine = ScriptedEngine(Oracle(sample_tree(), WANTED))
-        return base.factory(settings, db_path, options, progress)
+        # The sample tree is so small that direct selection would skip the descent these tests watch.
+        walking = settings.with_overrides("search", direct_select_below=0, other_services_child="root")
+        return base.factory(walking, db_path, options, progress)
 
     register_method(dataclasses.replace(base, name="a2x-scripted", factory=factory), replace=True)
     yield "a2x-scripted"

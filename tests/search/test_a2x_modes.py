@@ -15,7 +15,7 @@ from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import SearchRequest
 from a2x_local.taxonomy.types import Tree, TreeNode
 from a2x_local.testing import ScriptedEngine
-from tests.search.a2x_helpers import Oracle, make_tree, sample_services, sample_tree, services_for
+from tests.search.a2x_helpers import Oracle, descent_config, make_tree, sample_services, sample_tree, services_for
 
 # Twelve categories with three services each; a query wants one service from each of the last eight.
 WIDE = {"root": ("All", [])} | {f"root/{k}": (f"Cat{k}", [f"s{k}a", f"s{k}b", f"s{k}c"]) for k in range(1, 13)}
@@ -31,7 +31,7 @@ def _wide(config: LlmSearchConfig):
 
 
 def test_get_all_takes_every_chosen_child_and_service_without_a_cap():
-    method, oracle = _wide(LlmSearchConfig.defaults())
+    method, oracle = _wide(descent_config())
     answer = method.search("everything late", mode="get_all")
     root = answer.trace["decisions"][0]
     assert len(root["selected"]) == 8 and not root["capped"]
@@ -43,8 +43,8 @@ def test_get_all_takes_every_chosen_child_and_service_without_a_cap():
 
 
 def test_a_cap_asks_for_the_most_relevant_first_and_every_capped_answer_is_counted():
-    method, oracle = _wide(LlmSearchConfig.defaults(max_children_selected=3, max_services_selected=1,
-                                                    merge_threshold=100))
+    method, oracle = _wide(descent_config(max_children_selected=3, max_services_selected=1,
+                                                    merge_threshold=100, group_lists="merged"))
     answer = method.search("everything late", mode="get_all")
     descend = oracle.seen[0]
     assert "at most 3 numbers, the most relevant first" in descend.messages[0]["content"]
@@ -58,7 +58,7 @@ def test_a_cap_asks_for_the_most_relevant_first_and_every_capped_answer_is_count
 
 
 def test_a_cap_the_list_does_not_reach_is_no_cap():
-    method, oracle = _wide(LlmSearchConfig.defaults(max_children_selected=50))
+    method, oracle = _wide(descent_config(max_children_selected=50))
     answer = method.search("everything late")
     assert "at most" not in oracle.seen[0].messages[0]["content"] and answer.capped == 0
 
@@ -66,7 +66,7 @@ def test_a_cap_the_list_does_not_reach_is_no_cap():
 def test_get_important_descends_for_recall_and_selects_strictly():
     tree = sample_tree()
     oracle = Oracle(tree, {"q": {"h1"}})
-    method = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), LlmSearchConfig.defaults())
+    method = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), descent_config())
     method.search_batch([SearchRequest("q", mode="get_important"), SearchRequest("q", mode="get_all")])
     system = {(r.context["call"], r.context["mode"]): r.messages[0]["content"] for r in oracle.seen}
     assert "any part of the request could require it" in system["descend", "get_important"]
@@ -86,7 +86,7 @@ def test_category_lines_show_descriptions_as_built_and_any_boundary_wording():
                                 services=["w1"])}
     tree = Tree(nodes=nodes, registry_fingerprint="fp")
     oracle = Oracle(tree, {"q": {"f1"}})
-    config = LlmSearchConfig.defaults(category_lines="full", boundary_min_overlap=0.0)
+    config = descent_config(category_lines="full", boundary_min_overlap=0.0)
     method = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), config)
     method.search("q", mode="get_one")
     listing = oracle.seen[0].messages[1]["content"]
@@ -95,7 +95,7 @@ def test_category_lines_show_descriptions_as_built_and_any_boundary_wording():
 
 
 def test_capped_answers_reach_the_evaluation_summary_and_report(tmp_path: Path):
-    method, _ = _wide(LlmSearchConfig.defaults(max_children_selected=2))
+    method, _ = _wide(descent_config(max_children_selected=2))
     registry = RegistryInfo("wide.duckdb", "f" * 64, frozenset(s for _, ss in WIDE.values() for s in ss))
     config = EvaluationConfig.defaults(batch_size=4)
     queries_file = tmp_path / "queries.json"

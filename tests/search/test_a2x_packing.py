@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from a2x_local.registry.types import Service
 from a2x_local.search.llm.a2x import A2XSearch
-from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.grouping import RESCUE_KEY, Group, pack
 from a2x_local.search.llm.language_hint import LanguageHint
 from a2x_local.search.llm.prompting import PROMPTS
 from a2x_local.testing import ScriptedEngine
-from tests.search.a2x_helpers import Oracle, sample_services, sample_tree
+from tests.search.a2x_helpers import Oracle, descent_config, sample_services, sample_tree
 
 ACROSS = PROMPTS.fragment("across_languages")
 
@@ -42,7 +41,7 @@ def test_a_packed_search_makes_fewer_selection_calls_and_finds_the_same():
     found = {}
     for packed in (False, True):
         oracle = Oracle(tree, {query: {"f2", "w1"}})
-        config = LlmSearchConfig.defaults(merge_threshold=0, pack_groups=packed, prerank_min=0)
+        config = descent_config(merge_threshold=0, pack_groups=packed, prerank_min=0)
         answer = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), config).search(query)
         found[packed] = (sorted(answer.ids), len(answer.trace["selection"]), answer.prompt_tokens)
     assert found[True][0] == found[False][0] and found[True][0]
@@ -52,11 +51,11 @@ def test_a_packed_search_makes_fewer_selection_calls_and_finds_the_same():
 
 def test_pre_ranked_lists_take_the_longer_named_cap():
     tree, services = sample_tree(), sample_services()
-    config = LlmSearchConfig.defaults(group_cap=3, named_group_cap=50, prerank_min=2)
+    config = descent_config(group_cap=3, named_group_cap=50, prerank_min=2)
     assert A2XSearch(tree, services, ScriptedEngine(lambda r: "1"), config).group_cap == 3   # no ranker
     ranked = A2XSearch(tree, services, ScriptedEngine(lambda r: "1"), config, ranker=object())
     assert ranked.group_cap == 50
-    held = LlmSearchConfig.defaults(group_cap=3, named_group_cap=50, prerank_min=2, prerank_rest="round")
+    held = descent_config(group_cap=3, named_group_cap=50, prerank_min=2, prerank_rest="round")
     assert A2XSearch(tree, services, ScriptedEngine(lambda r: "1"), held, ranker=object()).group_cap == 3
 
 
@@ -86,7 +85,7 @@ def test_the_search_adds_the_line_to_every_prompt_of_a_query_in_another_language
     seen = {}
     for query in ("book a flight for me", "帮我订一张机票"):
         oracle = Oracle(tree, {query: {"f1"}})
-        A2XSearch(tree, services, ScriptedEngine(oracle), LlmSearchConfig.defaults()).search(query)
+        A2XSearch(tree, services, ScriptedEngine(oracle), descent_config()).search(query)
         seen[query] = [ACROSS in r.messages[0]["content"] for r in oracle.seen]
     assert seen["book a flight for me"] and not any(seen["book a flight for me"])
     assert seen["帮我订一张机票"] and all(seen["帮我订一张机票"])

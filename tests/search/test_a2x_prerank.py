@@ -15,7 +15,14 @@ from a2x_local.search.methods import make_method
 from a2x_local.search.types import Hit, SearchRequest
 from a2x_local.settings import load_settings
 from a2x_local.testing import ScriptedEngine
-from tests.search.a2x_helpers import Oracle, make_tree, sample_tree, services_for, store_registry_and_tree
+from tests.search.a2x_helpers import (
+    Oracle,
+    descent_config,
+    make_tree,
+    sample_tree,
+    services_for,
+    store_registry_and_tree,
+)
 
 
 class RankedRetriever:
@@ -33,13 +40,13 @@ class RankedRetriever:
 
 
 def _config(**values) -> LlmSearchConfig:
-    return LlmSearchConfig.defaults(**{"merge_threshold": 100, "prerank_share": 0.0, **values})
+    return descent_config(**{"merge_threshold": 100, "prerank_share": 0.0, **values})
 
 
 def test_the_shown_share_adapts_to_the_group_size():
-    config = LlmSearchConfig.defaults(prerank_min=5, prerank_share=0.25)
+    config = descent_config(prerank_min=5, prerank_share=0.25)
     assert [prerank_shown(config, n) for n in (3, 5, 12, 20, 40)] == [3, 5, 5, 5, 10]
-    assert prerank_shown(LlmSearchConfig.defaults(prerank_min=0), 40) == 40
+    assert prerank_shown(descent_config(prerank_min=0), 40) == 40
 
 
 def test_groups_are_ordered_by_the_ranking_and_cut_after_the_best():
@@ -85,7 +92,7 @@ def test_the_rest_is_offered_in_one_more_round_only_to_queries_that_chose_nothin
     assert badly.calls == well.calls + 1 and badly.candidates_shown == 10 and well.candidates_shown == 3
     assert sum(a.prompt_tokens for a in answers) == engine.usage.total().prompt_tokens
     # One retrieval call for the whole batch.
-    assert retriever.calls == [(2, LlmSearchConfig.defaults().prerank_depth)]
+    assert retriever.calls == [(2, descent_config().prerank_depth)]
 
 
 def test_the_rest_by_name_stays_in_the_same_prompt_and_can_be_chosen():
@@ -139,7 +146,7 @@ def test_rescue_and_pre_ranking_share_one_retrieval():
                        _config(prerank_min=2, prerank_rest="round", rescue_top_k=1),
                        rescue=retriever, ranker=retriever)
     answer = method.search("q")
-    assert retriever.calls == [(1, LlmSearchConfig.defaults().prerank_depth)]
+    assert retriever.calls == [(1, descent_config().prerank_depth)]
     groups = {g["key"]: g for g in answer.trace["selection"]}
     assert groups[RESCUE_KEY]["services"] == ["o1"] and groups["root/1"]["services"] == ["s5", "s4"]
     assert answer.ids == ["s4"]

@@ -6,14 +6,13 @@ import pytest
 
 from a2x_local.errors import UserError
 from a2x_local.search.llm.a2x import A2XSearch
-from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.testing import ScriptedEngine
-from tests.search.a2x_helpers import sample_services, sample_tree
+from tests.search.a2x_helpers import descent_config, sample_services, sample_tree
 
 
 def search_with_window(window: int) -> A2XSearch:
     engine = ScriptedEngine(lambda request: "NONE", context_window=window)
-    return A2XSearch(sample_tree(), sample_services(), engine, LlmSearchConfig.defaults())
+    return A2XSearch(sample_tree(), sample_services(), engine, descent_config())
 
 
 def test_an_oversized_query_names_the_query():

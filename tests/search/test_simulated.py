@@ -12,7 +12,7 @@ from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.types import SearchRequest
 from a2x_local.testing import ReaderNavigator, ScriptedEngine, SimulatedNavigator, listed_lines
-from tests.search.a2x_helpers import make_tree, sample_services, sample_tree, services_for
+from tests.search.a2x_helpers import descent_config, make_tree, sample_services, sample_tree, services_for
 
 CORRECT = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"}, "anything": {"g1"},
            "hotel tonight": {"h1", "h2"}}
@@ -21,7 +21,7 @@ CORRECT = {"book a flight and check the rain": {"f2", "w1"}, "pay a bill": {"p1"
 def _search(error_rate: float, seed: int = 0, queries=CORRECT, mode: str = "get_all"):
     tree = sample_tree()
     rule = SimulatedNavigator(tree, queries, error_rate=error_rate, seed=seed)
-    method = A2XSearch(tree, sample_services(), ScriptedEngine(rule), LlmSearchConfig.defaults())
+    method = A2XSearch(tree, sample_services(), ScriptedEngine(rule), descent_config())
     return method.search_batch([SearchRequest(q, mode=mode) for q in queries]), rule
 
 
@@ -57,7 +57,7 @@ def test_drop_and_add_rates_match_the_error_rate():
     queries = {f"q{i}": {f"s{k}" for k in range(1 + i % 5, 41, 5)} for i in range(50)}   # 8 correct of 40 each
     rule = SimulatedNavigator(tree, queries, error_rate=0.2, seed=1)
     method = A2XSearch(tree, services_for({f"s{k}" for k in range(1, 41)}), ScriptedEngine(rule),
-                       LlmSearchConfig.defaults(merge_threshold=100))
+                       descent_config(merge_threshold=100, group_lists="merged"))
     method.search_batch([SearchRequest(q) for q in queries])
     # 50 descents offering 8 correct categories each, then 50 selections offering the correct services reached.
     assert rule.decisions == 100 and 400 < rule.correct_seen < 800
@@ -99,19 +99,23 @@ def test_listed_lines_are_the_numbered_options_of_a_prompt():
         listed_lines(text, 3)
 
 
-def test_the_reader_chooses_the_lines_most_like_the_request():
-    vocabulary = ["flight", "hotel", "rain"]
+VOCABULARY = ["flight", "hotel", "rain"]
 
-    def encode(texts):
-        rows = np.array([[float(word in text.lower()) for word in vocabulary] + [0.1] for text in texts])
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+def encode(texts):
+    """A toy embedding: one dimension per word of the vocabulary, and a small constant one."""
+    rows = np.array([[float(word in text.lower()) for word in VOCABULARY] + [0.1] for text in texts])
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_the_reader_chooses_the_lines_most_like_the_request():
 
     shape = {"root": ("All", []), "root/1": ("Hotel bookings", ["h1", "h2"]), "root/2": ("Flight tickets", ["f1"]),
              "root/3": ("Rain alerts", ["w1"])}
     services = {"h1": Service("h1", "generic", "book_room", "Books a hotel room."),
                 "h2": Service("h2", "generic", "cancel", "Cancels a flight."),
                 "f1": Service("f1", "generic", "fly", "Buys a flight."), "w1": Service("w1", "generic", "w", "Rain.")}
-    config = LlmSearchConfig.defaults(merge_threshold=0)
+    config = descent_config(merge_threshold=0)
     answer = A2XSearch(make_tree(shape), services, ScriptedEngine(ReaderNavigator(encode)), config).search(
         "a hotel for tonight")
     assert answer.trace["decisions"][0]["selected"] == ["root/1"] and answer.ids == ["h1"]
@@ -121,3 +125,21 @@ def test_the_reader_chooses_the_lines_most_like_the_request():
     lost = A2XSearch(make_tree(blind), services, ScriptedEngine(ReaderNavigator(encode)), config).search(
         "a hotel for tonight")
     assert lost.trace["decisions"][0]["selected"] == ["root/1", "root/2", "root/3"]
+
+
+def test_with_a_floor_the_reader_answers_none_for_a_list_that_holds_nothing_like_the_request():
+    shape = {"root": ("All", []), "root/1": ("Hotel bookings", ["h1"]), "root/2": ("Flight tickets", ["f1"])}
+    services = {"h1": Service("h1", "generic", "book_room", "Books a hotel room."),
+                "f1": Service("f1", "generic", "fly", "Buys a flight.")}
+    # Both categories are entered (descent never uses the floor); each list is asked on its own.
+    config = LlmSearchConfig.defaults(preset="published", group_lists="per_node", max_children_selected=0)
+    always = ReaderNavigator(encode, margin=1.0)
+    floored = ReaderNavigator(encode, margin=1.0, floor=0.5)
+    request = "a hotel room or a flight"
+    assert set(A2XSearch(make_tree(shape), services, ScriptedEngine(always), config).search(request).ids) == {
+        "h1", "f1"}
+    # Without a floor the reader takes something from every list; with one, only what is like the request.
+    alone = A2XSearch(make_tree(shape), services, ScriptedEngine(floored), config).search("a hotel room")
+    assert alone.ids == ["h1"]
+    selections = alone.trace["selection"]
+    assert len(selections) == 2 and [call["answer"] for call in selections] == ["1", "NONE"]

@@ -55,8 +55,10 @@ def serve_config(**overrides: object) -> ServeConfig:
 
 
 def make_server(db_path: Path, engine: Engine | None = None, *, ready: bool = True, **overrides: object) -> Server:
-    """A server over ``db_path``, its background loading started (and, with ``ready``, finished)."""
-    server = build_server(load_settings(db=db_path), serve_config(**overrides), engine=engine)
+    """A server over ``db_path``, its background loading started (and, with ``ready``, finished). The sample trees
+    are so small that direct selection would skip the descent these tests watch: it is off here."""
+    settings = load_settings(db=db_path).with_overrides("search", direct_select_below=0, other_services_child="root")
+    server = build_server(settings, serve_config(**overrides), engine=engine)
     server.start_loading()
     if ready:
         assert server.state.wait_ready(120), server.state.loading.to_dict()

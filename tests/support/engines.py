@@ -29,3 +29,7 @@ class SharedEngine(Engine):
 
     def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
         return self.inner._generate(requests)
+
+    def reset_prefix_cache(self) -> bool:
+        return self.inner.reset_prefix_cache()
+

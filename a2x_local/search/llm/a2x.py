@@ -84,7 +84,8 @@ class A2XSearch:
                 groups, origin = path_group(walk.reached(self.tree), self.index, extra, self.group_cap)
             else:
                 groups, origin = tree_groups(walk.reached(self.tree), self.index,
-                                             threshold=self.config.merge_threshold, cap=self.group_cap)
+                                             threshold=self.config.merge_threshold, cap=self.group_cap,
+                                             lists=self.config.group_lists)
                 if self.config.pack_groups:
                     groups = pack(groups, self.group_cap)
                 if rescued is not None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from a2x_local.errors import UserError
 from a2x_local.search.types import Mode
-from a2x_local.settings import SectionConfig
+from a2x_local.settings import SectionConfig, register_named_table
+
+# The table of named lever settings (`[search] preset` picks one; docs/search.md "Presets").
+PRESETS_TABLE = "search_presets"
 
 
 class LlmSearchConfig(SectionConfig):
@@ -17,8 +22,10 @@ class LlmSearchConfig(SectionConfig):
     model_config = ConfigDict(frozen=True)
     section: ClassVar[str] = "search"
 
+    preset: str
     default_mode: Mode
     merge_threshold: int = Field(ge=0)
+    group_lists: Literal["merged", "stable", "per_node"]
     group_cap: int = Field(ge=1)
     named_group_cap: int = Field(ge=1)
     pack_groups: bool
@@ -48,6 +55,35 @@ class LlmSearchConfig(SectionConfig):
     answer_margin_tokens: int = Field(ge=0)
     temperature: float = Field(ge=0)
     seed: int
+
+    @classmethod
+    def load(cls, config: Mapping[str, Any], **overrides: Any) -> Self:
+        """The table with its preset's levers over it (`[search_presets.NAME]`), then ``overrides`` over both."""
+        table = config.get(cls.section, {})
+        name = overrides.get("preset") or table.get("preset") or "default"
+        presets = config.get(PRESETS_TABLE, {})
+        if name not in presets:
+            raise UserError(f"unknown search preset '{name}'",
+                            hint=f"choose one of: {', '.join(presets)}; or define [{PRESETS_TABLE}.{name}] in your"
+                            " config.toml")
+        bundle = presets[name]
+        unknown = sorted(set(bundle) - set(cls.model_fields) - {"preset"})
+        if unknown:
+            raise UserError(f"[{PRESETS_TABLE}.{name}] sets unknown [search] keys: {', '.join(unknown)}",
+                            hint="a preset sets keys of the [search] table (docs/search.md, Presets)")
+        given = {key: value for key, value in overrides.items() if value is not None}
+        return super().load(config, **{**bundle, **given, "preset": name})
+
+
+def _preset_model() -> type[BaseModel]:
+    """What one `[search_presets.NAME]` table may hold: any `[search]` key but `preset` (its values are checked when
+    the preset is used, over the [search] table), so a misspelt key is named when the command starts."""
+    fields: dict[str, Any] = {name: (info.annotation | None, None) for name, info in
+                              LlmSearchConfig.model_fields.items() if name != "preset"}
+    return create_model("SearchPreset", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+register_named_table(PRESETS_TABLE, _preset_model())
 
 
 def prerank_shown(config: LlmSearchConfig, size: int) -> int:

@@ -1,9 +1,16 @@
-"""Candidate groups for service selection: de-duplicated, small groups merged, large groups split.
+"""Candidate groups for service selection, in one of three layouts (`[search] group_lists`).
 
-Small groups are merged by their deepest common ancestor in the tree (siblings first, cousins next), which keeps
-related services in one prompt and saves the fixed cost of a call; any group above the cap is split into
-near-equal parts so no selection prompt outgrows the budget. Order is deterministic: tree pre-order of the group's
-node, then part number; the order of services inside a group is the order they were reached in.
+- "merged" (the published method): de-duplicated, and small groups merged by their deepest common ancestor in the
+  tree (siblings first, cousins next), which keeps related services in one prompt and saves the fixed cost of a
+  call. Which groups merge depends on what the query reached, so two queries rarely send the same list.
+- "stable": merged the same way, but every node's list stays whole (a service reached twice is offered twice, in
+  each of its lists): a merged list begins with its first node's whole list, a prefix other queries share.
+- "per_node": each reached node's own list, whole, never merged: a list that depends only on the tree, so every
+  query that reaches the node sends the same tokens before its request, and an engine's prefix cache computes them
+  once. More, shorter selection calls; a service reached on two nodes is offered in both.
+Any group above the cap is split into near-equal parts so no selection prompt outgrows the budget. Order is
+deterministic: tree pre-order of the group's node, then part number; the order of services inside a group is the
+order they were reached in (tree order).
 """
 
 from __future__ import annotations
@@ -74,16 +81,19 @@ class TreeIndex:
         return depth - 1, path_a[depth - 1]
 
 
-def dedupe(reached: Iterable[tuple[str, Sequence[str]]]) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """Each service once, in the first reached node that holds it; returns groups and service -> node."""
+def dedupe(reached: Iterable[tuple[str, Sequence[str]]], *,
+           whole: bool = False) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Each service once, in the first reached node that holds it; returns groups and service -> node. ``whole``
+    keeps every node's list whole instead (a service on two reached nodes in both); the origin is still the first."""
     groups: dict[str, list[str]] = {}
     origin: dict[str, str] = {}
     for node_id, services in reached:
         fresh = [s for s in services if s not in origin]
         for service in fresh:
             origin[service] = node_id
-        if fresh:
-            groups.setdefault(node_id, []).extend(fresh)
+        listed = services if whole else fresh
+        if listed:
+            groups.setdefault(node_id, []).extend(listed)
     return groups, origin
 
 
@@ -118,7 +128,8 @@ def merge_small(groups: dict[str, list[str]], index: TreeIndex, threshold: int) 
             (pending[path[-2]] if len(path) > 1 else remaining).extend(here)
     else:
         remaining = list(groups)
-    return {key: [s for part in sorted(members[key], key=index.order.__getitem__) for s in groups[part]]
+    return {key: list(dict.fromkeys(s for part in sorted(members[key], key=index.order.__getitem__)
+                                    for s in groups[part]))
             for key in sorted(remaining, key=index.order.__getitem__)}
 
 
@@ -168,10 +179,11 @@ def split(key: str, services: Sequence[str], cap: int | None) -> list[Group]:
 
 
 def tree_groups(reached: Iterable[tuple[str, Sequence[str]]], index: TreeIndex, *, threshold: int,
-                cap: int | None) -> tuple[list[Group], dict[str, str]]:
-    """The selection groups of one query's descent, in deterministic order, and where each service was found."""
-    groups, origin = dedupe(reached)
-    merged = merge_small(groups, index, threshold)
+                cap: int | None, lists: str = "merged") -> tuple[list[Group], dict[str, str]]:
+    """The selection groups of one query's descent in the layout ``lists`` (see the module), in deterministic
+    order, and where each service was found."""
+    groups, origin = dedupe(reached, whole=lists != "merged")
+    merged = groups if lists == "per_node" else merge_small(groups, index, threshold)
     ordered = sorted(merged, key=index.order.__getitem__)
     return [group for key in ordered for group in split(key, merged[key], cap)], origin
 

@@ -40,6 +40,7 @@ class LlmOptions(EngineOptions):
     model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=True)
 
     engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
+    preset: str | None = Field(None, description="named settings of the token levers: default, published, lean")
     merge_threshold: int | None = Field(None, ge=0, description="merge candidate groups smaller than this")
     group_cap: int | None = Field(None, ge=1, description="most services per selection prompt")
     max_services_selected: int | None = Field(None, ge=0, description="most services one answer may choose (0: no cap)")
@@ -67,6 +68,8 @@ class A2XOptions(LlmOptions, RetrievalOptions):
     prerank_min: int | None = Field(None, ge=0, description="pre-ranking: services shown per group (0: off)")
     prerank_share: float | None = Field(None, ge=0, le=1, description="pre-ranking: share shown of a large group")
     pack_groups: bool | None = Field(None, description="pack a query's groups into as few selection prompts as fit")
+    group_lists: Literal["merged", "stable", "per_node"] | None = Field(
+        None, description="selection lists: merged (as published), stable, or per_node (cache-stable)")
 
 
 class SelectOptions(LlmOptions, RetrievalOptions):
