@@ -108,10 +108,11 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
             make_retriever("echo", settings)
     finally:
         unregister_method("echo")
-    # the lazy table: a module attribute imported on first use
+    # the lazy table: a module attribute imported on first use (into a copy of the specs, so that nothing of it
+    # outlives this test: a later test in this process walks every method it can make)
+    monkeypatch.setattr(methods, "_SPECS", dict(methods._SPECS))
     monkeypatch.setitem(methods._LAZY, "lazy-echo", "tests.search.test_methods:LAZY_SPEC")
     assert methods.method_spec("lazy-echo").summary == "lazily imported"
-    monkeypatch.delitem(methods._SPECS, "lazy-echo")
 
 
 LAZY_SPEC = MethodSpec("lazy-echo", "lazily imported", BaseModel, lambda *a: None, engine="none", cost="retrieval")
