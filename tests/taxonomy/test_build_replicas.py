@@ -30,7 +30,9 @@ def _word_engine(services: list[Service]) -> ScriptedEngine:
 
 
 def _counts(outcome) -> dict:
-    return {label: {k: v for k, v in stats.items() if k != "seconds"}
+    """Calls, tokens, failures and retries by call type. Not the prefix-cache hits: each replica has its own cache,
+    so two replicas serve fewer prompt tokens from cache than one does (the work is the same, the reuse is not)."""
+    return {label: {k: v for k, v in stats.items() if k not in ("seconds", "prefix_cached_tokens")}
             for label, stats in outcome.report["usage"]["by_call_type"].items()}
 
 
