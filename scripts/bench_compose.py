@@ -217,26 +217,39 @@ def rankings_of(plans: Sequence[Planned]) -> list[list[str]]:
     return [p.ranking(DEPTH) for p in plans]
 
 
-def cost(composer: Composer, plans: Sequence[Planned], seconds: float) -> dict[str, Any]:
+def cost(composer: Composer, plans: Sequence[Planned], seconds: float,
+         since: tuple[Any, Any] | None = None) -> dict[str, Any]:
     return {"calls_per_query": round(mean([float(p.plan.calls) for p in plans]), 3),
             "prompt_tokens_per_query": round(mean([float(p.plan.prompt_tokens) for p in plans]), 1),
             "completion_tokens_per_query": round(mean([float(p.plan.completion_tokens) for p in plans]), 1),
-            **computed_numbers(composer.engine, len(plans)),
+            **computed_numbers(composer.engine, len(plans), since),
             "ms_per_query": round(1000 * seconds, 1),
             "usage": composer.engine.usage.to_dict() if composer.engine is not None else None}
 
 
-def computed_numbers(engine: Any, queries: int) -> dict[str, Any]:
-    """What the engine computed per query: as it reports its prefix cache, and under the simulated cache when the
-    engine is metered (the tiny model)."""
+def engine_totals(engine: Any) -> tuple[Any, Any] | None:
+    """The engine's running totals (its usage, and its simulated cache when metered), to count one run from."""
     if engine is None:
-        return {}
-    used = engine.usage.total()
-    numbers = {"computed_tokens_per_query": round((used.prompt_tokens - used.prefix_cached_tokens
-                                                   + used.completion_tokens) / max(1, queries), 1)}
+        return None
     meter = getattr(engine, "meter", None)
-    if meter is not None:
-        numbers["simulated_computed_tokens_per_query"] = round(meter.total().computed / max(1, queries), 1)
+    return engine.usage.total(), meter.total() if meter is not None else None
+
+
+def computed_numbers(engine: Any, queries: int, since: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """What the engine computed per query since ``since`` (`engine_totals` at the run's start; default: since it
+    started): as it reports its prefix cache, and under the simulated cache when the engine is metered (the tiny
+    model). Runs that share an engine are counted apart this way."""
+    now = engine_totals(engine)
+    if now is None:
+        return {}
+    (used, simulated), (used_before, simulated_before) = now, since or (None, None)
+    computed = used.prompt_tokens - used.prefix_cached_tokens + used.completion_tokens
+    if used_before is not None:
+        computed -= (used_before.prompt_tokens - used_before.prefix_cached_tokens + used_before.completion_tokens)
+    numbers = {"computed_tokens_per_query": round(computed / max(1, queries), 1)}
+    if simulated is not None:
+        spent = simulated.computed - (simulated_before.computed if simulated_before is not None else 0)
+        numbers["simulated_computed_tokens_per_query"] = round(spent / max(1, queries), 1)
     return numbers
 
 
@@ -378,6 +391,7 @@ def rerank_section(settings: Settings, db: Path, queries: Sequence[Query], engin
     with open_composer(settings, db_path=db, engine=engine, decomposer="rule", rerank=True,
                        rerank_candidates=5 if label == "tiny" else 10) as composer:
         for rerank in (False, True):
+            since = engine_totals(composer.engine)
             started = time.perf_counter()
             plans: list[Planned] = []
             for start in range(0, len(queries), 16):
@@ -387,7 +401,7 @@ def rerank_section(settings: Settings, db: Path, queries: Sequence[Query], engin
             failed = sum(1 for p in plans for note in p.plan.notes if note.startswith("re-ranking"))
             runs.append({"run": f"compose_rule{'_rerank' if rerank else ''}_{label}", "queries": len(queries),
                          **reference_numbers(queries, rankings_of(plans), plans, categories),
-                         "rerank_failed_steps": failed, **cost(composer, plans, seconds)})
+                         "rerank_failed_steps": failed, **cost(composer, plans, seconds, since)})
     return {"model": label, "runs": runs}
 
 
