@@ -43,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from a2x_local.compose import open_composer
+from a2x_local.compose.naming import NameIndex, put_first
 from a2x_local.compose.planner import Composer, Planned
 from a2x_local.db import connect
 from a2x_local.errors import UserError
@@ -253,12 +254,25 @@ def computed_numbers(engine: Any, queries: int, since: tuple[Any, Any] | None = 
     return numbers
 
 
+def named_flat(composer: Composer, queries: Sequence[Query], flat: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Flat hybrid with the services each whole request names put first (compose's `named_services` lever given
+    to the baseline, to show how much of compose's gain that lever alone makes)."""
+    index = NameIndex(composer.names)
+    return [put_first(ranking, index.named(query.query))[:DEPTH] for query, ranking in zip(queries, flat, strict=True)]
+
+
 def variants(base: Composer) -> list[tuple[str, Composer]]:
     """The α sweep, the optional signals and the rule decomposer without registry probes."""
     found = [(f"compose_alpha_{alpha:g}", base.variant(alpha=alpha)) for alpha in ALPHAS]
     found += [("compose_plus_origin", base.variant(signals=(*base.config.signals, "origin"))),
               ("compose_plus_params", base.variant(signals=(*base.config.signals, "params"))),
-              ("compose_no_probe", base.variant(probe=False))]
+              ("compose_no_probe", base.variant(probe=False)),
+              ("compose_no_named", base.variant(named_services=False)),
+              ("compose_turns", base.variant(ranking_shares="turns")),
+              ("compose_no_neighbour_penalty", base.variant(neighbour_penalty=0.0)),
+              ("compose_credit_substitutes", base.variant(credit_substitutes=True)),
+              ("compose_round2", base.variant(named_services=False, ranking_shares="turns", neighbour_penalty=0.0,
+                                              credit_substitutes=True))]
     return found
 
 
@@ -284,6 +298,8 @@ def toolret_section(settings: Settings, db: Path, queries: Sequence[Query]) -> d
                                    "ms_per_query": round(1000 * flat_seconds, 1)}]
     with open_composer(settings, db_path=db, decomposer="rule") as composer:
         composer.method = CachedMethod(composer.method)
+        named = named_flat(composer, queries, flat)
+        runs.append({"run": "flat_hybrid_named", "ranked": ranked_numbers(queries, named)})
         for name, one in [("compose_rule", composer), *variants(composer)]:
             plans, seconds = run_plans(one, queries)
             runs.append({"run": name, "config": {"alpha": one.config.alpha, "signals": list(one.config.signals),
@@ -292,7 +308,7 @@ def toolret_section(settings: Settings, db: Path, queries: Sequence[Query]) -> d
                          "matched_budget": plan_numbers(queries, plans, flat),
                          "decomposition": decomposition_numbers(queries, plans),
                          "confidence": confidence_numbers(plans), **cost(one, plans, seconds)})
-    flat_run, rule = runs[0]["ranked"], runs[1]["ranked"]
+    flat_run, rule = runs[0]["ranked"], runs[2]["ranked"]
     drop = flat_run["single"]["hit@10"] - rule["single"]["hit@10"]
     gain = rule["multi"]["comp@10"] - flat_run["multi"]["comp@10"]
     return {"queries": len(queries), "multi_tool_queries": sum(len(q.correct) > 1 for q in queries), "runs": runs,
@@ -310,11 +326,13 @@ def steps_section(settings: Settings, db: Path, paths: Sequence[Path],
     runs: list[dict[str, Any]] = [{"run": flat_name, **by_set(queries, sets, flat, None, None)}]
     with open_composer(settings, db_path=db, decomposer="rule") as composer:
         composer.method = CachedMethod(composer.method)
+        runs.append({"run": f"{flat_name}_named", **by_set(queries, sets, named_flat(composer, queries, flat), None,
+                                                           None)})
         for name, one in [("compose_rule", composer), *variants(composer)]:
             plans, seconds = run_plans(one, queries)
             runs.append({"run": name, **by_set(queries, sets, rankings_of(plans), plans, categories),
                          "confidence": confidence_numbers(plans), "ms_per_query": round(1000 * seconds, 1)})
-    compose, flat_all = runs[1], runs[0]
+    compose, flat_all = runs[2], runs[0]
     return {"files": [str(path.relative_to(DATA.parent)) if path.is_relative_to(DATA.parent) else str(path)
                       for path in paths],
             "queries": len(queries), "runs": runs,

@@ -120,7 +120,8 @@ def plan_tree(plan: Plan) -> RichTree:
                 node.add(f"[red]no service found[/red]{': ' + shown_inline(step.error) if step.error else ''}")
                 continue
             sure = "" if step.confidence is None else f" [dim](confidence {step.confidence:.2f})[/dim]"
-            node.add(f"[green]→ {_candidate_text(step.choice)}[/green]{sure}")
+            named = " [dim](named in the step)[/dim]" if step.choice.named else ""
+            node.add(f"[green]→ {_candidate_text(step.choice)}[/green]{named}{sure}")
             if step.low_confidence:
                 runner_up = (f"; runner-up: {_candidate_text(step.alternatives[0])}" if step.alternatives else "")
                 node.add(f"[yellow]⚠ low confidence: this service may not do what the step asks{runner_up}; "

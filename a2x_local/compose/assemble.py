@@ -25,6 +25,7 @@ class Retrieved:
     ids: list[str]
     scores: list[float | None]
     error: str | None = None
+    named: list[str] = field(default_factory=list)   # services the step names (naming.py), put first in ids
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Scoring:
     signals: tuple[str, ...] = PUBLISHED
     weights: KeywordWeights | None = None
     confidence: Confidence = field(default_factory=Confidence)
+    neighbour_penalty: float = 0.0   # share of a candidate's likeness to another step taken off its similarity
+    credit_substitutes: bool = True  # False: an earlier step's own candidates earn no compatibility with its choice
 
 
 @dataclass
@@ -54,14 +57,19 @@ def similarity(rank: int, count: int) -> float:
     return (count - rank + 1) / count
 
 
-def _compatibility(service_id: str, chosen: Sequence[str], profiles: Mapping[str, Profile],
+def _compatibility(service_id: str, chosen: Sequence[tuple[str, frozenset[str]]], profiles: Mapping[str, Profile],
                    scoring: Scoring) -> tuple[float | None, dict[str, float]]:
+    """Mean compatibility with the services chosen before (each with the candidates its step kept)."""
     profile = profiles.get(service_id)
     per_signal: dict[str, list[float]] = {}
     means = []
-    for earlier in chosen:
+    for earlier, kin in chosen:
         if earlier == service_id or profile is None or earlier not in profiles:
             continue  # a service is not compatible with itself: reuse is for similarity alone to justify
+        if service_id in kin and not scoring.credit_substitutes:
+            # A candidate the earlier step found for its own job does that job: what it shares with the earlier
+            # choice is sameness (two weather services), not fit, and earns no compatibility.
+            continue
         found = signals(profiles[earlier], profile, enabled=scoring.signals, weights=scoring.weights)
         if found:
             means.append(sum(found.values()) / len(found))
@@ -72,15 +80,19 @@ def _compatibility(service_id: str, chosen: Sequence[str], profiles: Mapping[str
 
 
 def _candidate(service_id: str, rank: int, count: int, score: float | None, sim: float, evidence: Evidence,
-               names: Mapping[str, str], chosen: Sequence[str], profiles: Mapping[str, Profile],
-               scoring: Scoring) -> Candidate:
+               names: Mapping[str, str], chosen: Sequence[tuple[str, frozenset[str]]],
+               profiles: Mapping[str, Profile], scoring: Scoring, named: bool, rival: float | None) -> Candidate:
     compat, per_signal = _compatibility(service_id, chosen, profiles, scoring)
+    if rival is not None and evidence.cosine is not None:
+        # The part of a service's likeness that another step of the plan explains is not this step's: "email the
+        # forecast" must not take a weather service because it mentions the forecast (planner._rivals).
+        sim -= scoring.neighbour_penalty * max(0.0, rival)
     alpha = scoring.alpha
     total = sim if compat is None else alpha * sim + (1 - alpha) * compat
     return Candidate(id=service_id, name=names.get(service_id, service_id), rank=rank, retrieval_score=score,
                      similarity=round(sim, 6), cosine=None if evidence.cosine is None else round(evidence.cosine, 6),
                      z=evidence.z, compatibility=None if compat is None else round(compat, 6), signals=per_signal,
-                     score=round(total, 6))
+                     score=round(total, 6), named=named, rival_cosine=None if rival is None else round(rival, 6))
 
 
 def _neutral(scored: list[Candidate], alpha: float) -> list[Candidate]:
@@ -121,11 +133,13 @@ def _levels(steps: Sequence[Step], incoming: Mapping[str, set[str]]) -> dict[str
 def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[Retrieved], *, candidates: int,
              names: Mapping[str, str], profiles: Mapping[str, Profile], scoring: Scoring | None = None,
              evidence: Sequence[Sequence[Evidence]] | None = None,
-             orders: Sequence[Sequence[str] | None] | None = None) -> Assembly:
+             orders: Sequence[Sequence[str] | None] | None = None,
+             rivals: Sequence[Sequence[float | None]] | None = None) -> Assembly:
     """The plan's steps for one request: ``retrieved[i]`` is what step i's search found, ``evidence[i]`` the cosine
-    and z of each of its first ``candidates`` services (None: no dense model), ``orders[i]`` a re-ranker's order."""
+    and z of each of its first ``candidates`` services (None: no dense model), ``orders[i]`` a re-ranker's order,
+    ``rivals[i]`` the best cosine each of those services has with another step (None: not measured)."""
     scoring = scoring or Scoring()
-    chosen: list[str] = []
+    chosen: list[tuple[str, frozenset[str]]] = []
     chosen_by_step: dict[str, str] = {}
     composed: list[tuple[Step, list[Candidate], Retrieved]] = []
     for index, (step, found) in enumerate(zip(steps, retrieved, strict=True)):
@@ -134,12 +148,16 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
         proof = list(evidence[index]) if evidence is not None else [Evidence()] * len(kept)
         proof = (proof + [Evidence()] * len(kept))[:len(kept)]
         sims = _similarities(ids, proof, orders[index] if orders is not None else None)
-        scored = _neutral([_candidate(service_id, rank, len(kept), score, sim, e, names, chosen, profiles, scoring)
-                           for rank, ((service_id, score), sim, e) in enumerate(zip(kept, sims, proof, strict=True),
-                                                                               start=1)], scoring.alpha)
-        scored.sort(key=lambda c: (-c.score, c.rank))
+        rival = list(rivals[index]) if rivals is not None else []
+        rival = (rival + [None] * len(kept))[:len(kept)]
+        scored = _neutral([_candidate(service_id, rank, len(kept), score, sim, e, names, chosen, profiles, scoring,
+                                      service_id in found.named, other)
+                           for rank, ((service_id, score), sim, e, other)
+                           in enumerate(zip(kept, sims, proof, rival, strict=True), start=1)], scoring.alpha)
+        # A service the step names is the user's choice: it goes first, Eq. 4 orders the rest (and the named).
+        scored.sort(key=lambda c: (not c.named, -c.score, c.rank))
         if scored:
-            chosen.append(scored[0].id)
+            chosen.append((scored[0].id, frozenset(ids)))
             chosen_by_step[step.id] = scored[0].id
         composed.append((step, scored, found))
     edges = [Edge(source=source, target=step.id, reason="depends_on") for step in steps for source in step.depends_on]
@@ -161,7 +179,9 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
     plan_steps, rankings = [], []
     for (step, scored, found), query in zip(composed, queries, strict=True):
         choice = scored[0] if scored else None
-        confidence = scoring.confidence.of(choice.z, choice.compatibility, scoring.alpha) if choice else None
+        # A service the step names is the user's word: the doubt left is which of the named ones.
+        named = 1.0 / len(found.named) if choice is not None and choice.named else 0.0
+        confidence = scoring.confidence.of(choice.z, choice.compatibility, scoring.alpha, named) if choice else None
         plan_steps.append(PlanStep(
             id=step.id, task=step.task, query=query, group=level[step.id],
             depends_on=sorted(incoming[step.id], key=order.__getitem__), choice=choice, alternatives=scored[1:],
@@ -175,14 +195,49 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
     return Assembly(plan_steps, edges, groups, services, rankings)
 
 
-def merged_ranking(services: Sequence[str], rankings: Sequence[Sequence[str]], depth: int) -> list[str]:
-    """A ranked answer from a plan: the chosen services first, then every step's ranking taken in turns (rank 1 of
-    each step, then rank 2, ...), without repeats, so each step's need gets its share of any cut-off."""
+def merged_ranking(services: Sequence[str], rankings: Sequence[Sequence[str]], depth: int,
+                   shares: Sequence[float] | None = None) -> list[str]:
+    """A ranked answer from a plan: the chosen services first, then the steps' rankings.
+
+    Without ``shares`` every ranking is taken in turns (rank 1 of each step, then rank 2, ...), so each step's
+    need gets its part of any cut-off. With ``shares`` (one positive weight per ranking) the places after the
+    chosen services go by highest averages (D'Hondt): the next one to the ranking whose share divided by the
+    places it already holds, plus one, is largest; a ranking whose next service is already listed moves on
+    without using a place. A sure step then leaves its places to an unsure one.
+    """
     merged = list(dict.fromkeys(services))
     seen = set(merged)
-    for rank in range(max((len(r) for r in rankings), default=0)):
-        for ranking in rankings:
-            if rank < len(ranking) and ranking[rank] not in seen:
-                seen.add(ranking[rank])
-                merged.append(ranking[rank])
+    if shares is None:
+        for rank in range(max((len(r) for r in rankings), default=0)):
+            for ranking in rankings:
+                if rank < len(ranking) and ranking[rank] not in seen:
+                    seen.add(ranking[rank])
+                    merged.append(ranking[rank])
+        return merged[:depth]
+    if len(shares) != len(rankings) or any(share <= 0 for share in shares):
+        raise ValueError("one positive share per ranking")
+    cursor = [0] * len(rankings)
+    held = [1] * len(rankings)
+    while len(merged) < depth:
+        open_lists = [index for index, ranking in enumerate(rankings) if cursor[index] < len(ranking)]
+        if not open_lists:
+            break
+        index = max(open_lists, key=lambda i: (shares[i] / held[i], -i))
+        service_id = rankings[index][cursor[index]]
+        cursor[index] += 1
+        if service_id not in seen:
+            seen.add(service_id)
+            merged.append(service_id)
+            held[index] += 1
     return merged[:depth]
+
+
+def confidence_shares(steps: Sequence[PlanStep], whole: bool, floor: float) -> list[float] | None:
+    """Each step's share of a ranked answer's places: how unsure its choice is (1 - confidence), at least
+    ``floor``; the whole request's ranking, when there is one, keeps a full share (1): it is plain search of the
+    request, the fallback when the cut itself was wrong, which no step's confidence can vouch for. None (turns)
+    when a step has no confidence (no dense model)."""
+    if any(step.confidence is None for step in steps):
+        return None
+    shares = [max(floor, 1.0 - (step.confidence or 0.0)) for step in steps]
+    return [*shares, 1.0] if whole and shares else shares

@@ -29,6 +29,11 @@ class ComposeConfig(SectionConfig):
     alpha: float = Field(ge=0, le=1)
     signals: tuple[str, ...]
     probe: bool
+    named_services: bool
+    neighbour_penalty: float = Field(ge=0, le=10)
+    credit_substitutes: bool
+    ranking_shares: Literal["turns", "confidence"]
+    share_floor: float = Field(gt=0, le=1)
     confidence_z: float
     confidence_scale: float = Field(gt=0)
     low_confidence: float = Field(ge=0, le=1)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from a2x_local.compose.assemble import Retrieved, Scoring, assemble, merged_ranking
+from a2x_local.compose.assemble import Retrieved, Scoring, assemble, confidence_shares, merged_ranking
 from a2x_local.compose.compatibility import KeywordWeights, Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer, prompt_hash
+from a2x_local.compose.naming import NameIndex, put_first
 from a2x_local.compose.relevance import Confidence, Evidence, Relevance
 from a2x_local.compose.rerank import Reranker, RerankItem
 from a2x_local.compose.rerank import prompt_hash as rerank_prompt_hash
@@ -38,12 +40,15 @@ class Planned:
     plan: Plan
     rankings: list[list[str]]
     whole: list[str] = field(default_factory=list)
+    shares: list[float] | None = None
 
     def ranking(self, depth: int) -> list[str]:
         """The plan as one ranked answer: the chosen services first, then every step's ranking and the whole
-        request's taken in turns. The whole request is one more view of its needs: it finds what a step's words
-        alone miss ("... and then check what it will do to our AWS bill")."""
-        return merged_ranking(self.plan.services, [*self.rankings, *([self.whole] if self.whole else [])], depth)
+        request's, each getting places by its share (`[compose] ranking_shares`: the unsure steps more) or in
+        turns. The whole request is one more view of its needs: it finds what a step's words alone miss ("... and
+        then check what it will do to our AWS bill")."""
+        return merged_ranking(self.plan.services, [*self.rankings, *([self.whole] if self.whole else [])], depth,
+                              self.shares)
 
 
 @dataclass
@@ -87,12 +92,13 @@ class StepSearch:
             work.ledger.add(AnswerCost.side_by_side(mine.values()))
             self.seen.update(mine)
 
-    def retrieved(self, text: str, order: list[str] | None = None) -> Retrieved:
-        """What the search of ``text`` found, in a re-ranker's ``order`` when one is given."""
+    def retrieved(self, text: str, order: list[str] | None = None, named: Sequence[str] = ()) -> Retrieved:
+        """What the search of ``text`` found, in a re-ranker's ``order`` when one is given, the services the
+        step ``named`` first."""
         answer = self.seen[text]
         scores = {hit.service_id: hit.score for hit in answer.hits}
-        ids = order if order is not None else answer.ids
-        return Retrieved(list(ids), [scores.get(service_id) for service_id in ids], answer.error)
+        ids = put_first(order if order is not None else answer.ids, named)
+        return Retrieved(ids, [scores.get(service_id) for service_id in ids], answer.error, list(named))
 
     def rankings(self, work: _Work) -> list[list[str]]:
         return [self.seen[text].ids for text in work.queries()]
@@ -121,7 +127,8 @@ class Composer:
         self.relevance = relevance        # the dense model's cosines: Eq. 4's sim, confidence, registry probes
         self.reranker = reranker
         self.scoring = Scoring(config.alpha, config.signals, weights,
-                               Confidence(config.confidence_z, config.confidence_scale, config.low_confidence))
+                               Confidence(config.confidence_z, config.confidence_scale, config.low_confidence),
+                               config.neighbour_penalty, config.credit_substitutes)
 
     @property
     def label(self) -> str:
@@ -271,29 +278,66 @@ class Composer:
 
     def _evidence(self, works: Sequence[_Work], search: StepSearch, candidates: int,
                   ) -> dict[tuple[str, tuple[str, ...]], list[Evidence]]:
-        """Cosine and z of every step's kept candidates, all steps of all requests in one batch."""
+        """Cosine and z of every step's kept candidates, and (for plans of several steps) the cosine of those
+        candidates with the plan's other steps, all steps of all requests in one batch."""
         if self.relevance is None:
             return {}
         wanted: dict[tuple[str, tuple[str, ...]], None] = {}
         for work in works:
-            for index, text in enumerate(work.queries()):
-                order = work.orders[index] if work.orders else None
-                wanted[(text, tuple(search.retrieved(text, order).ids[:candidates]))] = None
+            texts = work.queries()
+            kept = [tuple(self._retrieved(work, search, text, order).ids[:candidates])
+                    for text, order in zip(texts, work.orders or [None] * len(texts), strict=True)]
+            for text, ids in zip(texts, kept, strict=True):
+                wanted[(text, ids)] = None
+                if self.config.neighbour_penalty > 0:
+                    wanted.update({(other, ids): None for other in texts if other != text})
         keys = list(wanted)
         found = self.relevance.evidence([text for text, _ in keys], [list(ids) for _, ids in keys])
         return dict(zip(keys, found, strict=True))
+
+    def _rivals(self, queries: Sequence[str], kept: Sequence[Sequence[str]],
+                evidence: Mapping[tuple[str, tuple[str, ...]], list[Evidence]]) -> list[list[float | None]] | None:
+        """For each step's kept candidates, how much of their likeness is another step's: the largest, over the
+        plan's other steps, of (cosine of the two steps) x (cosine of that step and the candidate). It is what
+        taking the other step's direction out of this step's vector (one Gram-Schmidt step) takes off a cosine."""
+        if self.relevance is None or self.config.neighbour_penalty <= 0 or len(queries) < 2:
+            return None
+        alike = self.relevance.alike(queries)
+        rivals = []
+        for index, (text, ids) in enumerate(zip(queries, kept, strict=True)):
+            rows = [(alike[index][other_index], evidence.get((other, tuple(ids))))
+                    for other_index, other in enumerate(queries) if other != text]
+            best: list[float | None] = []
+            for column in range(len(ids)):
+                values = [weight * row[column].cosine for weight, row in rows
+                          if row is not None and row[column].cosine is not None]
+                best.append(max(values) if values else None)
+            rivals.append(best)
+        return rivals
+
+    @cached_property
+    def name_index(self) -> NameIndex:
+        """The registry's product names (built on the first plan that needs them)."""
+        return NameIndex(self.names)
+
+    def _retrieved(self, work: _Work, search: StepSearch, text: str, order: list[str] | None) -> Retrieved:
+        """A step's candidates: with several steps, the services its text names go first (`naming.py`); a
+        one-step plan is plain search of the request."""
+        named = (self.name_index.named(text) if self.config.named_services and len(work.steps) > 1 else [])
+        return search.retrieved(text, order, named)
 
     def _finish(self, work: _Work, search: StepSearch, candidates: int, seconds: float,
                 evidence: dict[tuple[str, tuple[str, ...]], list[Evidence]]) -> Planned:
         queries = work.queries()
         orders = work.orders or [None] * len(queries)
-        retrieved = [search.retrieved(text, order) for text, order in zip(queries, orders, strict=True)]
+        retrieved = [self._retrieved(work, search, text, order) for text, order in zip(queries, orders, strict=True)]
         proof = [evidence.get((text, tuple(found.ids[:candidates]))) for text, found in
                  zip(queries, retrieved, strict=True)]
+        rivals = self._rivals(queries, [found.ids[:candidates] for found in retrieved], evidence)
         assembly = assemble(work.steps, queries, retrieved, candidates=candidates, names=self.names,
                             profiles=self.profiles, scoring=self.scoring,
                             evidence=[p or [] for p in proof] if self.relevance is not None else None,
-                            orders=[ids[:candidates] if ids else None for ids in orders])
+                            orders=[ids[:candidates] if ids else None for ids in orders], rivals=rivals)
         errors = [step.error for step in assembly.steps if step.error]
         # The plan failed only when no step could be searched; a failed decomposition is a note (searched whole).
         error = f"step search failed: {errors[0]}" if errors and len(errors) == len(queries) else None
@@ -302,7 +346,9 @@ class Composer:
                     seconds=round(seconds, 6), notes=[*self.notes, *work.notes], error=error,
                     **work.ledger.cost_values())
         whole = search.seen[work.request].ids if len(queries) > 1 and work.request in search.seen else []
-        return Planned(plan, assembly.rankings, whole)
+        shares = (confidence_shares(assembly.steps, bool(whole), self.config.share_floor)
+                  if self.config.ranking_shares == "confidence" and len(assembly.steps) > 1 else None)
+        return Planned(plan, assembly.rankings, whole, shares)
 
     def variant(self, **overrides: Any) -> Composer:
         """A composer like this one with other `[compose]` values (alpha, signals, probe, rerank, ...), sharing its

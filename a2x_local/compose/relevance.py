@@ -54,11 +54,12 @@ class Confidence:
     def retrieval(self, z: float) -> float:
         return 1.0 / (1.0 + math.exp(-(z - self.z) / self.scale))
 
-    def of(self, z: float | None, compatibility: float | None, alpha: float) -> float | None:
-        """The confidence of a choice: its retrieval evidence, raised by its compatibility with the plan."""
+    def of(self, z: float | None, compatibility: float | None, alpha: float, at_least: float = 0.0) -> float | None:
+        """The confidence of a choice: its retrieval evidence (at least ``at_least``: 1/n for a service the step
+        names among n named ones), raised by its compatibility with the plan."""
         if z is None:
             return None
-        evidence = self.retrieval(z)
+        evidence = max(self.retrieval(z), at_least)
         if compatibility is None:
             return evidence
         return evidence + (1 - evidence) * (1 - alpha) * compatibility
@@ -89,6 +90,10 @@ class Relevance:
         return [ProbeResult(tuple(service_id for service_id, _ in top),
                             bool(top) and background.z(top[0][1]) >= self.confidence.z)
                 for top, background in zip(tops, backgrounds, strict=True)]
+
+    def alike(self, texts: Sequence[str]) -> list[list[float]]:
+        """The cosine of every pair of ``texts`` (the steps of one plan)."""
+        return self.similarity.alike(texts) if texts else []
 
     def evidence(self, texts: Sequence[str], ids: Sequence[Sequence[str]]) -> list[list[Evidence]]:
         """For every text, the cosine and z of each of its candidates."""

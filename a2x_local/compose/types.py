@@ -49,6 +49,12 @@ class Candidate(_Data):
     compatibility: float | None = None
     signals: dict[str, float] = Field(default_factory=dict)
     score: float
+    rival_cosine: float | None = Field(None, description="how much of this service's likeness belongs to another step "
+                                       "of the plan (that step's cosine with this step times its cosine with the "
+                                       "service, the largest over the other steps); similarity loses [compose] "
+                                       "neighbour_penalty times it")
+    named: bool = Field(False, description="the step names this service (\"post it to Slack\"): it is chosen "
+                        "ahead of services that only score higher")
 
 
 class PlanStep(_Data):

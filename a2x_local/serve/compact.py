@@ -93,6 +93,8 @@ def plan_text(plan: dict[str, Any]) -> str:
         choice = step.get("choice")
         if choice:
             line += _named(choice["name"], choice["id"])
+            if choice.get("named"):
+                line += " (named in the request)"
             if "confidence" in choice or "confidence" in step:
                 line += f" confidence {choice.get('confidence', step.get('confidence'))}"
             if step.get("low_confidence"):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from a2x_local.compose.assemble import Retrieved, Scoring, assemble, merged_ranking, similarity
+from a2x_local.compose.assemble import Retrieved, Scoring, assemble, confidence_shares, merged_ranking, similarity
 from a2x_local.compose.compatibility import SIGNALS, KeywordWeights, profiles, signals, tree_categories
 from a2x_local.compose.relevance import Confidence, Evidence
 from a2x_local.compose.types import Step
@@ -147,3 +147,39 @@ def test_a_reranked_order_takes_the_cosines_in_its_own_order() -> None:
     assert [(c.id, c.similarity) for c in step.alternatives] == [("search", pytest.approx(0.6)),
                                                                   ("lookup", pytest.approx(0.5))]
     assert step.choice.cosine == pytest.approx(0.5)     # its own cosine is still reported
+
+
+def test_shares_give_places_by_highest_averages_and_skip_what_is_listed() -> None:
+    rankings = [["a", "b", "c"], ["x", "a", "y", "z"]]
+    # after the choices a, x: shares 1 and 3 -> y (3/1), z (3/2), b (1/1 beats 3/3 on the earlier list), ...
+    assert merged_ranking(["a", "x"], rankings, 10, shares=[1.0, 3.0]) == ["a", "x", "y", "z", "b", "c"]
+    assert merged_ranking(["a", "x"], rankings, 4, shares=[1.0, 3.0]) == ["a", "x", "y", "z"]
+    with pytest.raises(ValueError, match="positive share"):
+        merged_ranking([], rankings, 3, shares=[1.0])
+
+
+def test_confidence_shares_favour_unsure_steps_and_need_every_confidence() -> None:
+    steps = assemble([Step(id="s1", task="a"), Step(id="s2", task="b")], ["a", "b"],
+                     [Retrieved(["hotel"], [1.0]), Retrieved(["search"], [1.0])], candidates=1, names=NAMES,
+                     profiles=PROFILES, evidence=[[Evidence(0.9, 9.0)], [Evidence(0.2, 1.0)]]).steps
+    shares = confidence_shares(steps, whole=True, floor=0.1)
+    assert shares[0] == pytest.approx(0.1) and 0.9 < shares[1] < 1.0 and shares[2] == 1.0   # the whole request
+    bare = assemble([Step(id="s1", task="a")], ["a"], [Retrieved(["hotel"], [1.0])], candidates=1, names=NAMES,
+                    profiles=PROFILES).steps
+    assert confidence_shares(bare, whole=False, floor=0.1) is None     # no dense model: turns
+
+
+def test_an_earlier_steps_own_candidates_earn_no_compatibility_with_its_choice() -> None:
+    steps = [Step(id="s1", task="find a flight"), Step(id="s2", task="then something else")]
+    # book shares search's server (origin 1.0) but the first step found it for its own job: a substitute
+    retrieved = [Retrieved(["search", "book"], [0.9, 0.8]), Retrieved(["hotel", "book"], [0.5, 0.5])]
+    credited = assemble(steps, [s.task for s in steps], retrieved, candidates=2, names=NAMES, profiles=PROFILES,
+                        scoring=Scoring(alpha=0.5, signals=("origin",))).steps[1]
+    # book: 0.5 x 1/2 (rank 2 of 2) + 0.5 x 1.0 (same server) = 0.75 against hotel's 0.5 x 1 + 0.5 x 0
+    assert credited.choice.id == "book" and credited.choice.score == pytest.approx(0.75)
+    scoring = Scoring(alpha=0.5, signals=("origin",), credit_substitutes=False)
+    second = assemble(steps, [s.task for s in steps], retrieved, candidates=2, names=NAMES, profiles=PROFILES,
+                      scoring=scoring).steps[1]
+    # uncredited, book takes the others' mean compatibility (hotel's 0): 0.25, and hotel is chosen
+    assert second.choice.id == "hotel" and second.alternatives[0].id == "book"
+    assert second.alternatives[0].compatibility is None and second.alternatives[0].score == pytest.approx(0.25)

@@ -44,6 +44,17 @@ def test_a_weak_step_is_flagged_with_its_runner_up(registry_db: Path, cli) -> No
     assert code == 0 and "low confidence" in out and "runner-up" in out
 
 
+def test_a_service_the_step_names_is_marked_in_json_and_on_screen(registry_db: Path, cli) -> None:
+    request = "Get the weather forecast for Paris, then mail it to Anna with sendEmail"
+    code, out, err = cli("compose", request, "--k", "3", "--json")
+    assert code == 0, err
+    first, second = Plan.model_validate_json(out).steps
+    assert second.choice.id == "email" and second.choice.named and not first.choice.named
+    assert second.confidence == 1.0 and not second.low_confidence    # the only service of that name
+    code, out, _ = cli("compose", request, "--k", "3")
+    assert code == 0 and out.count("(named in the step)") == 1
+
+
 def test_a_file_of_requests_and_given_steps(registry_db: Path, cli, tmp_path: Path) -> None:
     requests = tmp_path / "requests.txt"
     requests.write_text("send an email to Bob\nConvert 100 dollars to euros. Also show the latest news headlines.\n")

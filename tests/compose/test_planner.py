@@ -169,6 +169,11 @@ class Similarity:
     def cosines(self, texts, ids):
         return [[self.table.get((text, sid), 0.0) for sid in row] for text, row in zip(texts, ids, strict=True)]
 
+    def alike(self, texts):
+        """Step texts are alike only where the table says so (as ("step", "other step"))."""
+        return [[1.0 if a == b else self.table.get((a, b), self.table.get((b, a), 0.0)) for b in texts]
+                for a in texts]
+
 
 COSINES = {("check seats", "seats"): 0.7, ("check seats", "refund"): 0.3, ("change the ticket", "change"): 0.8,
            ("change the ticket", "refund"): 0.35, ("weather in Rome", "weather"): 0.45,
@@ -238,3 +243,74 @@ def test_rerank_orders_every_step_in_one_call_and_counts_it() -> None:
     plain, _, _ = _with_similarity()
     with pytest.raises(UserError, match="re-ranking needs a model"):
         plain.plan(["weather in Rome"], rerank=True)
+
+
+def _planner(names: dict[str, str], table: dict[str, list[str]], cosines: dict, **config) -> Composer:
+    """A composer over ``names`` whose step method answers from ``table`` and whose dense model from ``cosines``."""
+    services = [Service(sid, "generic", name, f"{name} service") for sid, name in names.items()]
+
+    class Method(StepMethod):
+        def search_batch(self, requests):
+            return [SearchAnswer(r.query, [Hit(i, 1.0) for i in table.get(r.query, [])[: r.k]], ranked=True)
+                    for r in requests]
+
+    settings = ComposeConfig.defaults(**config)
+    return Composer(config=settings, method=Method(), method_name="scripted", names=names,
+                    profiles=profiles(services, None)[0], decomposer="rule",
+                    relevance=Relevance(Similarity(cosines), Confidence(settings.confidence_z,
+                                                                        settings.confidence_scale,
+                                                                        settings.low_confidence)))
+
+
+NAMED = {"hub": "notifyHub", "slack": "Slack MCP Server", "jira": "Jira", "mail": "mailer", "sky": "SkyCast",
+         "cast": "castWeather"}
+NAMED_TABLE = {"open a Jira ticket": ["jira", "hub"], "post it on Slack": ["hub", "mail"],
+               "open a Jira ticket then post it on Slack": ["jira", "hub"], "post it on Slack and nothing else":
+               ["hub", "mail"]}
+
+
+def test_a_step_that_names_a_service_chooses_it_and_ranks_it_first() -> None:
+    cosines = {("post it on Slack", "hub"): 0.6, ("post it on Slack", "slack"): 0.3,
+               ("post it on Slack", "mail"): 0.2, ("open a Jira ticket", "jira"): 0.7}
+    composer = _planner(NAMED, NAMED_TABLE, cosines)
+    [planned] = composer.plan_ranked(["open a Jira ticket then post it on Slack"], k=3, depth=5)
+    second = planned.plan.steps[1]
+    # the search never found the Slack server; the step names it, so it is a candidate, chosen, and first
+    assert second.choice.id == "slack" and second.choice.named and second.choice.cosine == pytest.approx(0.3)
+    assert [c.id for c in second.alternatives] == ["hub", "mail"] and not second.alternatives[0].named
+    assert planned.rankings[1][:3] == ["slack", "hub", "mail"]
+    off = _planner(NAMED, NAMED_TABLE, cosines, named_services=False)
+    assert off.plan(["open a Jira ticket then post it on Slack"], k=3)[0].steps[1].choice.id == "hub"
+    # a one-step plan is plain search of the request, names or not
+    assert composer.plan(["post it on Slack and nothing else"], k=3)[0].services == ["hub"]
+
+
+def test_a_candidate_that_belongs_to_the_other_step_loses_its_likeness_to_it() -> None:
+    names = {"sky": "skyForecast", "cast": "castWeather", "mail": "mailer"}
+    table = {"find the weather in Rome": ["sky", "cast"], "email the forecast to my team": ["cast", "mail"],
+             "find the weather in Rome then email the forecast to my team": ["sky"]}
+    cosines = {("find the weather in Rome", "sky"): 0.7, ("find the weather in Rome", "cast"): 0.6,
+               ("email the forecast to my team", "cast"): 0.45, ("email the forecast to my team", "mail"): 0.40,
+               ("find the weather in Rome", "email the forecast to my team"): 0.5}
+    request = "find the weather in Rome then email the forecast to my team"
+    plain = _planner(names, table, cosines, neighbour_penalty=0.0, alpha=1.0).plan([request], k=2)[0]
+    assert plain.steps[1].choice.id == "cast"                       # Eq. 4 alone: the weather service
+    step = _planner(names, table, cosines, alpha=1.0, neighbour_penalty=1.0).plan([request], k=2)[0].steps[1]
+    # castWeather: 0.45 - 1.0 x (0.5 step likeness x 0.6 cosine with the weather step) = 0.15; the mailer: 0.40
+    assert step.choice.id == "mail" and step.alternatives[0].similarity == pytest.approx(0.15)
+    assert step.alternatives[0].rival_cosine == pytest.approx(0.3) and step.choice.rival_cosine == 0.0
+
+
+def test_places_in_the_ranked_answer_follow_how_unsure_each_step_is() -> None:
+    names = {"a1": "a1", "a2": "a2", "a3": "a3", "b1": "b1", "b2": "b2", "b3": "b3", "b4": "b4"}
+    table = {"sure step": ["a1", "a2", "a3"], "unsure step": ["b1", "b2", "b3", "b4"],
+             "sure step then unsure step": []}
+    cosines = {("sure step", "a1"): 0.9, ("unsure step", "b1"): 0.15}   # z 8 (sure) and 0.5 (unsure)
+    composer = _planner(names, table, cosines, candidates=1)
+    [planned] = composer.plan_ranked(["sure step then unsure step"], depth=6)
+    sure, unsure = planned.plan.steps
+    assert sure.confidence > 0.95 and unsure.confidence < 0.05
+    assert planned.ranking(6) == ["a1", "b1", "b2", "b3", "b4", "a2"]
+    turns = _planner(names, table, cosines, candidates=1, ranking_shares="turns")
+    assert turns.plan_ranked(["sure step then unsure step"], depth=6)[0].ranking(6) == [
+        "a1", "b1", "a2", "b2", "a3", "b3"]

@@ -89,6 +89,11 @@ class DenseSimilarity:
             result.append([None if row is None else float(next(scores)) for row in rows])
         return result
 
+    def alike(self, texts: Sequence[str]) -> list[list[float]]:
+        """The cosine of every pair of ``texts`` (query side both)."""
+        vectors = self.encode(texts)
+        return (vectors @ vectors.T).tolist()
+
     @property
     def size(self) -> int:
         return len(self.index.ids)
