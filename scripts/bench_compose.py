@@ -9,7 +9,7 @@ Sections (each a list of runs over one registry and one query set; every ranked 
   decomposer (the defaults); α = 0, 0.25, 0.5, 0.75, 1; with the "origin" and "params" signals added; without
   registry probes. Check: single-tool hit@10 not more than one point under flat hybrid, multi-tool COMP@10 above.
 - ``toolret_steps`` and ``publicmcp``: the request sets with reference steps in data/compose (44 ToolRet multi-tool
-  queries, 48 requests over the 1,387 publicMCP servers), each split in a "dev" and a held "test" half: DA, CatR@1/@10
+  queries; 120 requests over the 1,387 publicMCP servers in sets dev, test, test2 and the blind test3), split by set: DA, CatR@1/@10
   (steps matched by position; categories from ``--tree`` for ToolRet, else every service its own category), step
   COMP@5/@10 (every reference step has one of its services in the top k) and, for ToolRet, COMP@10 of the listed
   correct tools. publicMCP steps list every server that does the job, so its COMP is the step form.
@@ -453,7 +453,8 @@ def main() -> None:
             mcp_db = registry_db(folder, "publicmcp", [args.data / "publicmcp" / "services.json"])
             report["publicmcp"] = steps_section(load_settings(db=mcp_db), mcp_db,
                                                 [args.data / "compose" / "publicmcp_steps.json",
-                                                 args.data / "compose" / "publicmcp_steps_test2.json"], None)
+                                                 args.data / "compose" / "publicmcp_steps_test2.json",
+                                                 args.data / "compose" / "publicmcp_steps_test3.json"], None)
         if "confidence" in wanted:
             report["confidence"] = confidence_section(toolret, toolret_db, queries)
         if "skills" in wanted:
