@@ -7,12 +7,16 @@ Sections (each a list of runs over one registry and one query set; every ranked 
 - ``toolret``: the 864 ToolRet dev queries (1,839 services), split by correct-set size: single-tool hit@10,
   multi-tool COMP@5/@10 (the whole correct set in the top k) and recall@10. Runs: flat hybrid; compose with the rule
   decomposer (the defaults); α = 0, 0.25, 0.5, 0.75, 1; with the "origin" and "params" signals added; without
-  registry probes. Check: single-tool hit@10 not more than one point under flat hybrid, multi-tool COMP@10 above.
+  registry probes; without named services, in turns, with the neighbour penalty, crediting substitutes, and all
+  four as before them (``compose_round2``). Check: single-tool hit@10 not more than one point under flat hybrid,
+  multi-tool COMP@10 above.
 - ``toolret_steps`` and ``publicmcp``: the request sets with reference steps in data/compose (44 ToolRet multi-tool
-  queries; 120 requests over the 1,387 publicMCP servers in sets dev, test, test2 and the blind test3), split by set: DA, CatR@1/@10
-  (steps matched by position; categories from ``--tree`` for ToolRet, else every service its own category), step
-  COMP@5/@10 (every reference step has one of its services in the top k) and, for ToolRet, COMP@10 of the listed
-  correct tools. publicMCP steps list every server that does the job, so its COMP is the step form.
+  queries; 120 requests over the 1,387 publicMCP servers in sets dev, test, test2 and the blind test3), split by
+  set: DA, CatR@1/@10 (steps matched by position; categories from ``--tree`` for ToolRet, else every service its
+  own category), step COMP@5/@10 (every reference step has one of its services in the top k) and, for ToolRet,
+  COMP@10 of the listed correct tools. publicMCP steps list every server that does the job, so its COMP is the
+  step form. Both sections add flat hybrid with the services a whole request names put first
+  (``flat_hybrid_named``), and compose with each of issue 23's third-round levers off.
 - ``confidence``: how well ``low_confidence`` flags a wrong choice (ToolRet single-tool queries, one step each).
 - ``skills``: the 48 skill queries over the 16 skills mixed into the publicMCP servers, dense and hybrid with the
   skill body in the indexed text and without (``[retrieval] text_body``).
@@ -269,7 +273,7 @@ def variants(base: Composer) -> list[tuple[str, Composer]]:
               ("compose_no_probe", base.variant(probe=False)),
               ("compose_no_named", base.variant(named_services=False)),
               ("compose_turns", base.variant(ranking_shares="turns")),
-              ("compose_no_neighbour_penalty", base.variant(neighbour_penalty=0.0)),
+              ("compose_neighbour_penalty", base.variant(neighbour_penalty=1.0)),
               ("compose_credit_substitutes", base.variant(credit_substitutes=True)),
               ("compose_round2", base.variant(named_services=False, ranking_shares="turns", neighbour_penalty=0.0,
                                               credit_substitutes=True))]
