@@ -118,14 +118,19 @@ def brief_plan(plan: Plan, detail: Detail) -> dict[str, Any]:
     full = plan.model_dump(mode="json", exclude_none=True)
     if detail == "full":
         return full
-    scoring = {"rank", "retrieval_score", "similarity", "compatibility", "signals"}
+    scoring = {"rank", "retrieval_score", "similarity", "compatibility", "signals", "rival_cosine"}
+
+    def candidate_brief(candidate: dict[str, Any]) -> dict[str, Any]:
+        # "named" only where true: the rare case worth the characters
+        return {key: value for key, value in candidate.items()
+                if key not in scoring and (key != "named" or value)}
+
     steps = []
     for step in full["steps"]:
         brief = {key: value for key, value in step.items() if key not in ("query", "choice", "alternatives")}
         if step.get("choice"):
-            brief["choice"] = {key: value for key, value in step["choice"].items() if key not in scoring}
-        brief["alternatives"] = [{key: value for key, value in candidate.items() if key not in scoring}
-                                 for candidate in step.get("alternatives", [])]
+            brief["choice"] = candidate_brief(step["choice"])
+        brief["alternatives"] = [candidate_brief(candidate) for candidate in step.get("alternatives", [])]
         steps.append(brief)
     kept = ("request", "decomposer", "method", "groups", "services", "notes", "error")
     return {key: full[key] for key in kept if key in full} | {"steps": steps}
