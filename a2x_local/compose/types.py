@@ -36,7 +36,8 @@ class Candidate(_Data):
     (None when there are none, or the registry holds nothing to compare), ``signals`` its parts; ``score`` = alpha *
     similarity + (1 - alpha) * compatibility. A candidate without a compatibility scores with the mean of its
     step's others (missing metadata neither helps nor hurts), and when no candidate of the step has one, ``score``
-    is the similarity alone.
+    is the similarity alone. ``named``: the step names the service (it is chosen ahead of higher scores);
+    ``rival_cosine``: how much of its likeness belongs to another step (the neighbour penalty's measure).
     """
 
     id: str
