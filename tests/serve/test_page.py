@@ -168,7 +168,7 @@ def test_plans_and_deep_links_in_a_real_browser(db_path, tmp_path, browser):
         assert browser.find_element(By.ID, "k").get_attribute("value") == "3"
 
         # The plan view: request -> steps, each with its service and alternatives.
-        request = "find a hotel room in Lyon, then send an email to my team"
+        request = "find a hotel room in Lyon, then tell my team with sendEmail"
         browser.find_element(By.ID, "query").clear()
         browser.find_element(By.ID, "query").send_keys(request)
         Select(browser.find_element(By.ID, "method")).select_by_value("hybrid")   # k stays 3, from the link
@@ -179,6 +179,8 @@ def test_plans_and_deep_links_in_a_real_browser(db_path, tmp_path, browser):
         assert len(steps) == 2 and not browser.find_elements(By.CSS_SELECTOR, "#results li")
         chosen = [step.find_element(By.CSS_SELECTOR, ".choice a").get_attribute("data-service") for step in steps]
         assert chosen == ["hotels", "email"]
+        # the second step names its service: the page says so, and only there
+        assert [bool(step.find_elements(By.CSS_SELECTOR, ".badge.named")) for step in steps] == [False, True]
         assert all(step.find_elements(By.CSS_SELECTOR, ".alternatives a") for step in steps)
         assert "Plan: " + request in browser.find_element(By.ID, "plan").text
         # The steps are searched with the method and k on the controls (hybrid, and 3 from the search link above).

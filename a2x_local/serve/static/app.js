@@ -292,6 +292,7 @@ function confidenceBadges(step, choice) {
   if (confidence !== undefined && confidence !== null) {
     badges.push(el("span", "badge", "confidence " + Number(confidence).toFixed(2)));
   }
+  if (choice.named) badges.push(el("span", "badge named", "named in the request"));
   if (choice.low_confidence || step.low_confidence) badges.push(el("span", "badge low", "low confidence"));
   const runnerUp = choice.runner_up ?? step.runner_up;
   if (runnerUp) badges.push(el("span", "badge", "runner-up " + (runnerUp.name || runnerUp.id || runnerUp)));
