@@ -137,7 +137,7 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
              rivals: Sequence[Sequence[float | None]] | None = None) -> Assembly:
     """The plan's steps for one request: ``retrieved[i]`` is what step i's search found, ``evidence[i]`` the cosine
     and z of each of its first ``candidates`` services (None: no dense model), ``orders[i]`` a re-ranker's order,
-    ``rivals[i]`` the best cosine each of those services has with another step (None: not measured)."""
+    ``rivals[i]`` how much of each one's likeness belongs to another step (planner._rivals; None: not measured)."""
     scoring = scoring or Scoring()
     chosen: list[tuple[str, frozenset[str]]] = []
     chosen_by_step: dict[str, str] = {}
