@@ -64,6 +64,7 @@ class _Work:
     hints: list[str] = field(default_factory=list)   # SAD: the service ids last shown to the model
 
     orders: list[list[str] | None] = field(default_factory=list)    # a re-ranker's order per step
+    named: dict[str, list[str]] = field(default_factory=dict)     # step text -> the services it names
 
     def queries(self) -> list[str]:
         """A one-step plan searches the request itself: a single need behaves exactly like plain search. A step
@@ -323,8 +324,10 @@ class Composer:
     def _retrieved(self, work: _Work, search: StepSearch, text: str, order: list[str] | None) -> Retrieved:
         """A step's candidates: with several steps, the services its text names go first (`naming.py`); a
         one-step plan is plain search of the request."""
-        named = (self.name_index.named(text) if self.config.named_services and len(work.steps) > 1 else [])
-        return search.retrieved(text, order, named)
+        if text not in work.named:   # looked up once: the evidence and the assembly both ask
+            wanted = self.config.named_services and len(work.steps) > 1
+            work.named[text] = self.name_index.named(text) if wanted else []
+        return search.retrieved(text, order, work.named[text])
 
     def _finish(self, work: _Work, search: StepSearch, candidates: int, seconds: float,
                 evidence: dict[tuple[str, tuple[str, ...]], list[Evidence]]) -> Planned:
