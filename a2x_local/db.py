@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import re
+import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -30,8 +33,12 @@ from a2x_local.errors import (
     ReadOnlyDatabaseError,
     UserError,
 )
+from a2x_local.outfiles import kind_of
 from a2x_local.settings import packaged_default
 
+log = logging.getLogger("a2x_local.db")
+# A wait for another process's hold on the file says so this often (a wait of minutes is never silent).
+SPEAK_EVERY_S = 5.0
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 
@@ -138,18 +145,52 @@ def connect_when_free(path: Path, *, read_only: bool, wait_s: float, busy: str, 
                       first_delay: float = 0.05, max_delay: float = 1.0) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection to ``path``, tried again with a doubling pause while another process holds the file's
     lock, for up to ``wait_s``; then `DatabaseBusyError` (``busy``, ``hint``). Any other error is raised as is."""
-    deadline = time.monotonic() + wait_s
+    started = time.monotonic()
+    deadline, note = started + wait_s, started + SPEAK_EVERY_S
     delay = first_delay
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
             if not is_lock_error(exc):
                 raise
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 raise DatabaseBusyError(busy, hint=hint) from exc
-            time.sleep(delay)
+            if now >= note:
+                note += SPEAK_EVERY_S
+                held = re.search(r"lock is held in .*", str(exc))
+                log.warning("waiting for %s, which another process holds (%s; %.0f s of at most %g s)", path,
+                            held.group(0).rstrip(".") if held else "DuckDB's file lock", now - started, wait_s)
+            time.sleep(min(delay, max(0.0, deadline - now)))
             delay = min(delay * 2, max_delay)
+            continue
+        # DuckDB draws a progress bar on stdout for a query past 2 s, terminal or not: on a slow machine it landed
+        # in the middle of `--json` output.
+        con.execute("SET enable_progress_bar = false")
+        return con
+
+
+IN_PROCESS_WAIT_S = 60.0
+_FILES: dict[str, threading.RLock] = {}
+_FILES_GUARD = threading.Lock()
+
+
+@contextmanager
+def held_in_process(path: Path, *, wait_s: float, busy: str, hint: str) -> Iterator[None]:
+    """One open connection to a database file at a time in this process, for the length of a block: DuckDB refuses a
+    read-only and a read-write connection to one file in one process at once, and a server's threads (a method's
+    index build, a snapshot reload) each open their own. Held only while a connection is open, never while a
+    caller computes (a build embeds with no connection), so no thread waits for another's long work. Re-entrant;
+    after ``wait_s``, `DatabaseBusyError`."""
+    with _FILES_GUARD:
+        lock = _FILES.setdefault(os.path.realpath(path), threading.RLock())
+    if not lock.acquire(timeout=max(0.0, wait_s)):
+        raise DatabaseBusyError(busy, hint=hint)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 Mode = Literal["read", "write"]
@@ -219,6 +260,31 @@ def verify_blocks(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'SELECT bit_xor(hash(COLUMNS(*))) FROM "{name}"').fetchall()
 
 
+_PATH_HINT = "point --db (or $A2X_DB) at the registry file, or at a new path to create one"
+
+
+def check_db_path(path: Path) -> None:
+    """The registry path is input like any other: a regular file (a link to one is fine) or nothing yet, and so is
+    its write-ahead log beside it. Checked before DuckDB or a lock file touches anything: a named pipe blocked the
+    open forever, a copy of /dev/full or /dev/null was opened for writing, and a link to nowhere would have the
+    database created wherever it points."""
+    for where in (Path(path), Path(f"{path}.wal")):
+        try:
+            mode = os.stat(where).st_mode
+        except FileNotFoundError:
+            if os.path.islink(where):
+                raise UserError(f"{where}: is a broken symbolic link (to {os.readlink(where)}); the registry was "
+                                "not created there", hint=_PATH_HINT, code="BadDatabasePath") from None
+            continue
+        except OSError as exc:
+            raise UserError(f"{where}: cannot use it as the registry database: {exc.strerror or exc}",
+                            hint=_PATH_HINT, code="BadDatabasePath") from exc
+        if not stat.S_ISREG(mode):
+            raise UserError(f"{where}: is {kind_of(mode)}, not a regular file; the registry database (and its "
+                            "write-ahead log beside it) must be a regular file or a new path; nothing was written",
+                            hint=_PATH_HINT, code="BadDatabasePath")
+
+
 def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",
                   verify: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (creating folders and file if needed), check and migrate; wait up to ``lock_timeout_s`` for other writers
@@ -228,6 +294,7 @@ def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode
     need no migration). A truncated file is refused either way; ``verify`` also reads every block first.
     """
     path = Path(path)
+    check_db_path(path)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     read_only = mode == "read" and path.exists() and not os.access(path, os.W_OK)
@@ -303,17 +370,23 @@ def _require_current(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 def connect(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",
             verify: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the database for the length of a block and always close it; a failure of the file (damaged, full disk,
-    read-only) inside the block becomes one explained error."""
-    con = open_database(path, lock_timeout_s=lock_timeout_s, mode=mode, verify=verify)
-    try:
-        yield con
-    except (duckdb.Error, OSError) as exc:
-        error = translate(exc, Path(path))
-        if error is None:
-            raise
-        raise error from exc
-    finally:
-        con.close()
+    read-only) inside the block becomes one explained error. Other threads of this process wait for the block
+    (`held_in_process`)."""
+    # Another thread's connection block is short (reads and writes, never a model's work): worth a longer wait than
+    # another process's hold, which may last a whole job.
+    wait_s = max(_wait_s(lock_timeout_s), IN_PROCESS_WAIT_S)
+    with held_in_process(path, wait_s=wait_s, busy=f"{path}: another thread of this process holds the database",
+                         hint="wait for it to finish, or use --db to work on another database"):
+        con = open_database(path, lock_timeout_s=lock_timeout_s, mode=mode, verify=verify)
+        try:
+            yield con
+        except (duckdb.Error, OSError) as exc:
+            error = translate(exc, Path(path))
+            if error is None:
+                raise
+            raise error from exc
+        finally:
+            con.close()
 
 
 _JSON_OBJECT_BYTES = 16 * 1024 * 1024

@@ -73,6 +73,13 @@ class DiskFullError(UserError):
     """A write failed for lack of space (or a file-size limit); the transaction was rolled back."""
 
 
+class UsageError(A2XError):
+    """The command line itself is wrong (an unknown option, a missing argument, a value outside the choices): exit
+    code 2."""
+
+    exit_code = 2
+
+
 class InternalError(A2XError):
     """An unexpected failure: a bug in a2x-local, reported as one line (exit code 3) instead of a traceback."""
 

@@ -34,6 +34,9 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "prometheus_client": ("prometheus-client", "serve"),
     "ray": ("ray", "distributed"),
     "cyclonedx": ("cyclonedx-python-lib", "bundle"),
+    "gguf": ("gguf", "gguf"),
+    "accelerate": ("accelerate", "gguf"),
+    "tomlkit": ("tomlkit", "gguf"),
 }
 
 

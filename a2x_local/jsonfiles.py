@@ -64,7 +64,8 @@ def _packaged_limits() -> JsonLimits:
     return JsonLimits.of(packaged_defaults())
 
 
-def read_bytes(path: Path, max_bytes: int, *, what: str = "", hint: str | None = None) -> bytes:
+def read_bytes(path: Path, max_bytes: int, *, what: str = "", hint: str | None = None,
+               size_hint: str = _SIZE_HINT) -> bytes:
     """The bytes of a regular file (symbolic links resolved), at most ``max_bytes`` of them.
 
     Anything else is refused before it is opened: a device such as /dev/zero never ends, and a named pipe blocks
@@ -79,7 +80,7 @@ def read_bytes(path: Path, max_bytes: int, *, what: str = "", hint: str | None =
                              hint=hint or "give a file's path, not a folder's")
         fd = _open_regular(shown, real, mode)
         try:
-            data = _read_bounded(fd, shown, max_bytes)
+            data = _read_bounded(fd, shown, max_bytes, size_hint)
         finally:
             os.close(fd)
     except FileNotFoundError as exc:
@@ -89,6 +90,26 @@ def read_bytes(path: Path, max_bytes: int, *, what: str = "", hint: str | None =
         raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
                          hint="check the file's permissions") from exc
     return data
+
+
+def open_regular(path: Path, *, hint: str | None = None) -> int:
+    """A read-only descriptor of the regular file at ``path`` (symbolic links resolved), for a caller that reads it
+    in blocks (hashing a model's weights); anything else is refused as `read_bytes` refuses it, never opened
+    blocking (a named pipe would hang the caller)."""
+    shown = str(path)
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(shown, "is a folder where a file was expected",
+                             hint=hint or "give a file's path, not a folder's")
+        return _open_regular(shown, real, mode)
+    except FileNotFoundError as exc:
+        raise InputError(shown, "file not found" if not Path(path).is_symlink() else "is a broken symbolic link",
+                         hint="check the path") from exc
+    except OSError as exc:
+        raise InputError(shown, f"cannot read file: {exc.strerror or exc}",
+                         hint="check the file's permissions") from exc
 
 
 def _refuse_special(shown: str, real: str, mode: int) -> InputError:
@@ -110,10 +131,10 @@ def _open_regular(shown: str, real: str, mode: int) -> int:
     return fd
 
 
-def _read_bounded(fd: int, shown: str, max_bytes: int) -> bytes:
+def _read_bounded(fd: int, shown: str, max_bytes: int, size_hint: str = _SIZE_HINT) -> bytes:
     size = os.fstat(fd).st_size
     if size > max_bytes:
-        raise InputError(shown, f"is {size:,} bytes, over the limit of {max_bytes:,}", hint=_SIZE_HINT)
+        raise InputError(shown, f"is {size:,} bytes, over the limit of {max_bytes:,}", hint=size_hint)
     chunks, total = [], 0
     while True:
         chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
@@ -123,7 +144,7 @@ def _read_bounded(fd: int, shown: str, max_bytes: int) -> bytes:
         total += len(chunk)
         if total > max_bytes:
             raise InputError(shown, f"holds more than the limit of {max_bytes:,} bytes (it grew while read)",
-                             hint=_SIZE_HINT)
+                             hint=size_hint)
 
 
 def read_text(path: Path, limits: JsonLimits | None = None, *, what: str = "", empty_ok: bool = False,

@@ -1,4 +1,5 @@
-"""Advisory lock files next to the registry database: one job of a kind at a time, and one writer of the registry.
+"""Advisory lock files next to the registry database: one job of a kind at a time, and one writer of the registry;
+and one beside a model folder while it is written (`ModelFolderLock`).
 
 `fcntl.flock` is released by the kernel when the holding process dies, so a killed job never leaves a stale lock
 behind (a pid file alone would). DuckDB's own file lock covers one write at a time; these cover whole jobs, whose
@@ -9,13 +10,22 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
+import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Self
 
+from a2x_local.db import check_db_path
 from a2x_local.errors import DatabaseBusyError, UserError
+from a2x_local.outfiles import kind_of
+
+log = logging.getLogger("a2x_local.locks")
+# A writer waiting for the registry lock says so this often, naming the holder (a wait of minutes is never silent).
+SPEAK_EVERY_S = 5.0
 
 
 class DatabaseLock:
@@ -42,8 +52,29 @@ class DatabaseLock:
         raise NotImplementedError
 
     def _open(self) -> int:
+        """The lock file, created when absent. The database path is checked first (nothing is created beside a
+        named pipe or a device), and the lock file must be a regular file itself: it is truncated and written, so
+        through a link it would overwrite whatever the link names."""
+        self._check_target()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UserError(f"{self.path}: is a symbolic link; the lock file is written, so it is never followed",
+                            hint="remove the link (no a2x-local job makes one)", code="BadLockFile") from exc
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise UserError(f"{self.path}: is {kind_of(mode)}, not a regular file", code="BadLockFile",
+                            hint="remove it (a2x-local makes its lock files itself)")
+        os.set_blocking(fd, True)
+        return fd
+
+    def _check_target(self) -> None:
+        """What the lock guards must be what a job of this kind may write (here: a database file, or a new path)."""
+        check_db_path(self.db_path)
 
     def _try(self, fd: int) -> bool:
         try:
@@ -126,12 +157,19 @@ class RegistryLock(DatabaseLock):
                 return self     # a read-only place: nothing can change the registry there
             raise UserError(f"{self.path}: cannot create the registry's lock file: {exc.strerror or exc}",
                             hint="check the folder of the database (--db)") from exc
-        deadline = time.monotonic() + self.wait_s
+        started = time.monotonic()
+        deadline, note = started + self.wait_s, started + SPEAK_EVERY_S
         delay = 0.05
         while not self._try(fd):
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 raise self._refuse(fd) from None
-            time.sleep(delay)
+            if now >= note:
+                note += SPEAK_EVERY_S
+                holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+                log.warning("waiting for the registry write lock, held by %s (%.0f s of at most %g s: [registry] "
+                            "lock_timeout_s)", holder, now - started, self.wait_s)
+            time.sleep(min(delay, max(0.0, deadline - now)))
             delay = min(delay * 2, 0.5)
         self._hold(fd)
         with self._guard:
@@ -151,3 +189,47 @@ class RegistryLock(DatabaseLock):
             del self._held[self._key]
         self._fd = fd
         super().release()
+
+
+class ModelFolderLock(DatabaseLock):
+    """Held while a model folder is written (`models import`, a packaged model's first use), so that two processes
+    that both need the folder convert it once: the second waits (`acquire_waiting`) and then finds it written.
+    The lock file is hidden beside the folder: `.NAME.import.lock`.
+    """
+
+    suffix = "import"
+
+    @classmethod
+    def path_for(cls, db_path: Path) -> Path:
+        return db_path.parent / f".{db_path.name}.{cls.suffix}.lock"
+
+    def _check_target(self) -> None:
+        """The model folder: a folder (an import replaces it) or a new path, never a file or a special file."""
+        if self.db_path.is_symlink() or (self.db_path.exists() and not self.db_path.is_dir()):
+            raise UserError(f"{self.db_path}: is not a folder; a model is imported into a folder or a new path",
+                            hint="choose another --name, or move what is there out of the models folder",
+                            code="ModelBusy")
+
+    def busy_error(self, held_by: str) -> UserError:
+        return UserError(f"another a2x-local process is writing the model folder {self.db_path}{held_by}",
+                         code="ModelBusy", hint="wait until it has finished, then run this again")
+
+    def acquire_waiting(self, wait_s: float, on_wait: Callable[[str], None] = lambda _: None) -> Self:
+        """Take the lock, waiting up to ``wait_s`` for a holder; ``on_wait`` is told once who holds it."""
+        try:
+            fd = self._open()
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot create the lock file: {exc.strerror or exc}",
+                            hint="check that the models folder can be written ($A2X_MODELS_DIR)") from exc
+        deadline = time.monotonic() + wait_s
+        delay, told = 0.05, False
+        while not self._try(fd):
+            if not told:
+                on_wait(os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process")
+                told = True
+            if time.monotonic() >= deadline:
+                raise self._refuse(fd) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        self._hold(fd)
+        return self

@@ -132,8 +132,17 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
     models_dir = Path(env.get("A2X_MODELS_DIR") or paths["models_dir"]).expanduser()
     if not models_dir.is_absolute():
         models_dir = (Path.cwd() if env.get("A2X_MODELS_DIR") else home) / models_dir
-    return Settings(home=home, db_path=db_path.resolve(), models_dir=models_dir.resolve(), config=config,
+    return Settings(home=home, db_path=_database_path(db_path), models_dir=models_dir.resolve(), config=config,
                     files=tuple(files))
+
+
+def _database_path(path: Path) -> Path:
+    """The registry path, links resolved; a link to nothing stays the link, so opening the registry refuses it
+    (`db.check_db_path`) instead of creating a database wherever the link points."""
+    resolved = path.resolve()
+    if path.is_symlink() and not resolved.exists():
+        return path.parent.resolve() / path.name
+    return resolved
 
 
 def validation_problems(exc: ValidationError, root: str = "value") -> str:
@@ -191,6 +200,16 @@ class SectionConfig(BaseModel):
 _SECTIONS: dict[str, type[SectionConfig]] = {}       # table name -> its model, filled as stages declare them
 _NAMED_TABLES: dict[str, type[BaseModel]] = {}       # tables of entries named by the user ([models."NAME"])
 DOCS_PAGE = "docs/configuration.md"
+
+
+def table_models() -> dict[str, type[SectionConfig]]:
+    """Every table's model by table name ("engine.openai"), as the stages imported so far declared them."""
+    return dict(_SECTIONS)
+
+
+def named_table_models() -> dict[str, type[BaseModel]]:
+    """The model of one entry of each table whose entries the user names (``models`` -> `ModelAlias`)."""
+    return dict(_NAMED_TABLES)
 
 
 def register_named_table(name: str, model: type[BaseModel]) -> None:
@@ -300,12 +319,27 @@ def _bad_values(settings: Settings) -> list[_Problem]:
             model.model_validate(_table(settings.config, section))
         except ValidationError as exc:
             for error in exc.errors():
-                keys = [str(part) for part in error["loc"]]
+                keys, rest = _key_of(_table(settings.config, section), error["loc"])
                 setters = [path for path, data in layers if keys and _sets(data, [*section.split("."), *keys])]
                 where = f"{setters[-1]}: " if setters else ""
                 table = ".".join([section, *keys[:-1]])
-                problems.append(_Problem(f"{where}[{table}] {keys[-1] if keys else 'table'}: {error['msg']}"))
+                problems.append(_Problem(f"{where}[{table}] {keys[-1] if keys else 'table'}{rest}: {error['msg']}"))
     return problems
+
+
+def _key_of(table: Mapping[str, Any], loc: tuple[int | str, ...]) -> tuple[list[str], str]:
+    """The tables and key a pydantic error location names in the configuration, and what follows the key (a list
+    index, as "[0]"); the names pydantic gives the members of a union ("literal['auto']", "bool") are left out."""
+    keys: list[str] = []
+    node: Any = table
+    for position, part in enumerate(loc):
+        if isinstance(node, Mapping) and str(part) in node:
+            keys.append(str(part))
+            node = node[str(part)]
+            continue
+        rest = "".join(f"[{item}]" for item in loc[position:] if isinstance(item, int))
+        return (keys or [str(part)]), rest
+    return keys, ""
 
 
 def check_config(settings: Settings) -> None:

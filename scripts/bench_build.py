@@ -98,8 +98,8 @@ def _build(args: argparse.Namespace, assign_mode: str | None, *, rebuild: bool) 
     from a2x_local.registry.ingest import ingest
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.build.runner import run_build
     from a2x_local.taxonomy.config import BuildConfig
+    from a2x_local.taxonomy.induction.runner import run_build
     from a2x_local.testing import BLOCK_TOKENS, DEFAULT_CACHE_TOKENS, CacheMeter, PrefixCache, WordPolicy
 
     overrides = {"keyword_merge": args.merge, "batch_boundaries": args.batch_boundaries, "assign_mode": assign_mode}
@@ -200,7 +200,7 @@ def cached_rebuild(db: Path, folder: Path, services: list, config, cache, share:
     from a2x_local.registry import sync
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.build.runner import run_build
+    from a2x_local.taxonomy.induction.runner import run_build
     from a2x_local.testing import ScriptedEngine, WordPolicy
 
     export, kinds = changed_export(services, share, folder)

@@ -57,7 +57,7 @@ from a2x_local.evaluation.queries import Query, load_queries
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
 from a2x_local.registry.ingest import ingest
-from a2x_local.search import SearchAnswer, SearchRequest, make_method
+from a2x_local.search import SearchAnswer, SearchMethod, SearchRequest, make_method
 from a2x_local.settings import Settings, load_settings
 from a2x_local.taxonomy import import_tree, read_tree_file
 from a2x_local.taxonomy.importer import save_import
@@ -73,12 +73,12 @@ def pct(value: float) -> float:
     return round(100 * value, 1)
 
 
-class CachedMethod:
+class CachedMethod(SearchMethod):
     """A step method whose answers are kept, so variants of one composer (α, signals) search each text once."""
 
-    def __init__(self, method: Any) -> None:
+    def __init__(self, method: SearchMethod) -> None:
         self.method = method
-        self.name = getattr(method, "name", "cached")
+        self.name = method.name
         self.ranked = True
         self.kept: dict[tuple[str, int | None, str | None], SearchAnswer] = {}
 
@@ -89,13 +89,10 @@ class CachedMethod:
         return [self.kept[(r.query, r.k, r.mode)] for r in requests]
 
     def describe(self) -> dict[str, Any]:
-        describe = getattr(self.method, "describe", None)
-        return describe() if callable(describe) else {"method": self.name}
+        return self.method.describe()
 
     def close(self) -> None:
-        close = getattr(self.method, "close", None)
-        if callable(close):
-            close()
+        self.method.close()
 
 
 def registry_db(folder: Path, name: str, sources: Sequence[Path], tree: Path | None = None) -> Path:

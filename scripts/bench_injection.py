@@ -46,8 +46,8 @@ from a2x_local.search.llm.positions import NONE
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.taxonomy.types import Tree
 from a2x_local.testing import ScriptedEngine, WordPolicy
 

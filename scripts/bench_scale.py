@@ -377,7 +377,7 @@ def stage_build(args: argparse.Namespace) -> dict:
     from a2x_local.llm.cache import AnswerCache, CachedEngine
     from a2x_local.registry.store import Registry
     from a2x_local.settings import load_settings
-    from a2x_local.taxonomy.build.runner import run_build
+    from a2x_local.taxonomy.induction.runner import run_build
     from a2x_local.testing import ScriptedEngine, WordPolicy
 
     with connect(args.db) as con:

@@ -39,8 +39,8 @@ from a2x_local.llm.tiny_model import MAX_POSITIONS, build_tiny_model
 from a2x_local.registry import Registry
 from a2x_local.registry.ingest import ingest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.testing import ScriptedEngine, WordPolicy
 
 ROOT = Path(__file__).resolve().parents[1]

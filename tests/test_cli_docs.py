@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import difflib
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.support.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "gen_cli_docs.py"
 DOCS = ROOT / "docs" / "cli.md"
 HINT = "run .venv/bin/python scripts/gen_cli_docs.py"
 
 
 @pytest.fixture(scope="module")
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_cli_docs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gen_cli_docs")
 
 
 def test_docs_cli_md_is_current(generator: ModuleType):

@@ -1,5 +1,5 @@
-"""The command line's own layout: no import circle inside `a2x_local/cli/`, the application defined apart from the
-commands, and every command group's sub-commands in one module.
+"""The command line's own layout: no import circle inside `a2x_local/cli/`, one composition root (cli/app.py) that
+lists every command module and that no command module imports, and every command group's sub-commands in one module.
 
 The import graph is read from the sources with `ast` (imports inside functions included), as
 tests/test_architecture.py reads the stages'.
@@ -8,6 +8,7 @@ tests/test_architecture.py reads the stages'.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import typer
@@ -16,6 +17,8 @@ import a2x_local.cli
 
 CLI_DIR = Path(a2x_local.cli.__file__).resolve().parent
 PACKAGE = "a2x_local.cli"
+app_module = importlib.import_module(f"{PACKAGE}.app")    # the module (the package's `app` is the application)
+COMMAND_MODULES = app_module.COMMAND_MODULES
 
 
 def cli_import_graph(folder: Path = CLI_DIR) -> dict[str, set[str]]:
@@ -69,13 +72,31 @@ def test_the_cycle_finder_finds_a_circle_and_its_absence():
 
 def test_the_cli_package_has_no_import_circle():
     graph = cli_import_graph()
-    assert f"{PACKAGE}.search_cmds" in graph[PACKAGE], "the package should import the command modules"
     cycle = find_cycle(graph)
     assert cycle is None, "import circle in a2x_local/cli: " + " -> ".join(cycle or [])
 
 
-def test_the_application_module_imports_no_command_module():
-    assert cli_import_graph()[f"{PACKAGE}.app"] == set()
+def test_the_composition_root_lists_every_command_module_and_none_imports_it():
+    command_modules = sorted(path.stem for path in CLI_DIR.glob("*_cmds.py"))
+    assert sorted(COMMAND_MODULES) == command_modules and len(set(COMMAND_MODULES)) == len(COMMAND_MODULES)
+    importers = sorted(name for name, targets in cli_import_graph().items() if f"{PACKAGE}.app" in targets)
+    assert importers == [PACKAGE], f"only the package imports the composition root, not {importers}"
+
+
+def test_help_lists_the_commands_in_the_order_of_the_composition_root():
+    """The order is the list's, not the order the modules were imported in: an application built from the list
+    reversed (every module already imported) lists the commands reversed."""
+    before = list(typer.main.get_command(a2x_local.cli.app).commands)
+    modules = {name: importlib.import_module(f"{PACKAGE}.{name}") for name in COMMAND_MODULES}
+    first = [info.name for info in modules[COMMAND_MODULES[0]].commands.registered_commands]
+    assert before[:len(first)] == first
+    try:
+        app_module.COMMAND_MODULES = tuple(reversed(COMMAND_MODULES))
+        reversed_order = list(typer.main.get_command(app_module.build_app()).commands)
+    finally:
+        app_module.COMMAND_MODULES = COMMAND_MODULES
+    last = [info.name for info in modules[COMMAND_MODULES[-1]].commands.registered_commands]
+    assert reversed_order[:len(last)] == last and sorted(reversed_order) == sorted(before)
 
 
 def test_each_command_group_lives_in_one_module():

@@ -122,7 +122,7 @@ def test_a_read_only_registry_serves_reading_commands(cli, unwritable):
     assert cli("tree", "list", "--json").json() == []
     found = cli("search", "weather forecast", "-m", "bm25", "--json")
     assert found.code == 0, found.err
-    assert found.json()["hits"][0]["id"] == "weather"
+    assert found.json()["hits"][0]["service_id"] == "weather"
 
 
 
@@ -155,7 +155,7 @@ def test_a_read_only_folder_still_answers_searches_that_need_an_index(cli, regis
     monkeypatch.setattr(Path, "mkdir", mkdir)
     found = cli("search", "weather forecast", "-m", "bm25", "--json")
     assert found.code == 0, found.err
-    assert found.json()["hits"][0]["id"] == "weather"
+    assert found.json()["hits"][0]["service_id"] == "weather"
     assert not index.index_root(registry_db).exists()
 
 
@@ -231,7 +231,7 @@ def test_a_really_read_only_registry_in_a_read_only_folder(registry_db, home, tm
         assert stats.returncode == 0 and json.loads(stats.stdout)["services"] == 10, stats.stderr
         found = run("search", "weather forecast", "-m", "bm25", "--json")
         assert found.returncode == 0, found.stderr
-        assert json.loads(found.stdout)["hits"][0]["id"] == "weather"
+        assert json.loads(found.stdout)["hits"][0]["service_id"] == "weather"
         refused = run("ingest", str(new))
         assert refused.returncode == 1 and "cannot be written" in refused.stderr, refused.stderr
     finally:

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-import a2x_local.cli  # noqa: F401  (the composition root: registers compose's method)
+from a2x_local.cli.app import register_components
 from a2x_local.errors import UserError
 from a2x_local.search import MODES, ModeError, make_method, method_names, method_spec
 from a2x_local.serve.http_api import create_app
@@ -18,6 +18,10 @@ from a2x_local.settings import load_settings
 from a2x_local.testing import ScriptedEngine
 from tests.search.a2x_helpers import Oracle, sample_tree
 from tests.serve.helpers import WANTED, make_server, registry_with_trees
+
+# What the composition root registers (compose's method, the plug-ins), done here in the open: the parametrised
+# tests below list every method at collection time.
+register_components()
 
 LOOPBACK = "http://127.0.0.1"
 TWO_NEEDS = "the h1 thing, then the s2 thing"

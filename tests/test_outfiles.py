@@ -15,7 +15,7 @@ import pytest
 from a2x_local.errors import UserError
 from a2x_local.lifecycle.report import write_report
 from a2x_local.outfiles import open_append, write_output
-from a2x_local.taxonomy.build.spill import write_spill
+from a2x_local.taxonomy.induction.spill import write_spill
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,8 @@
 """The `a2x-local` command: one tool, one sub-command per job.
 
-`app.py` defines the application; each `*_cmds` module adds its commands to it, and this package imports them in
-the order `--help` lists them. `output.py` is what commands show, `options.py` the flags they share.
+`app.py` is the composition root: it registers the methods and engines that other stages and plug-ins
+(`plugins.py`) add, and builds the application from its list of `*_cmds` modules, each holding its own commands.
+`output.py` is what commands show, `options.py` the flags they share.
 """
 
 from __future__ import annotations
@@ -15,32 +16,13 @@ from pathlib import Path
 
 import typer
 
-from a2x_local.cli.app import app
+from a2x_local.cli.app import build_app
 from a2x_local.cli.output import err_console, print_error, print_json, terminal_safe
 from a2x_local.db import translate
-from a2x_local.errors import A2XError, InternalError, Interrupted, UserError
+from a2x_local.errors import A2XError, InternalError, Interrupted, UsageError, UserError
 
-# isort: split
-# The command modules register their commands on import; the order here is the order of `--help`.
-from a2x_local.cli import registry_cmds  # noqa: F401  (ingest, stats, services ...)
-
-# isort: split
-from a2x_local.cli import eval_cmds, index_cmds, search_cmds  # noqa: F401  (eval ..., index, search)
-
-# isort: split
-from a2x_local.cli import compose_cmds  # noqa: F401  (compose)
-
-# isort: split
-from a2x_local.cli import models_cmds  # noqa: F401  (models list|check|make-tiny)
-
-# isort: split
-from a2x_local.cli import bundle_cmds  # noqa: F401  (bundle)
-
-# isort: split
-from a2x_local.cli import build_cmds, tree_cmds  # noqa: F401  (build, tree ...)
-
-# isort: split
-from a2x_local.cli import nightly_cmds, serve_cmds  # noqa: F401  (nightly, serve)
+# Built once, by the composition root (cli/app.py): its registrations, then its list of command modules.
+app = build_app()
 
 __all__ = ["app", "main", "run"]
 
@@ -59,11 +41,15 @@ def run(argv: Sequence[str] | None = None) -> int:
         command = typer.main.get_command(app)
         result = command.main(args=args, prog_name="a2x-local", standalone_mode=False)
     except typer.TyperException as exc:
-        # Usage errors (unknown option, missing argument, bad value): typer's own formatting, exit code 2.
-        from typer import rich_utils
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # A group called without a sub-command: its help, as `--help` prints it (exit code 2, as click has it).
+            from typer import rich_utils
 
-        rich_utils.rich_format_error(exc)
-        return 2
+            rich_utils.rich_format_error(exc)
+            return 2
+        # Usage errors (unknown option, missing argument, bad value) fail like every other error: one `error:`
+        # line and a `hint:` (the usage and where help is), not a boxed panel; the JSON error too under --json.
+        return _report(_usage_error(exc), args)
     except typer.Exit as exc:
         return _report(_interrupted(), args) if exc.exit_code == _INTERRUPTED else exc.exit_code
     except (typer.Abort, KeyboardInterrupt):
@@ -75,6 +61,21 @@ def run(argv: Sequence[str] | None = None) -> int:
     if result == _INTERRUPTED:
         return _report(_interrupted(), args)
     return result if isinstance(result, int) else 0
+
+
+def _usage_error(exc: typer.TyperException) -> A2XError:
+    """A click error (typer vendors click: its classes are not public, so they are told apart by their exit code)
+    as ours: a usage error (exit code 2) with the command's usage and its --help in the hint; another (a file click
+    could not open) a user error (exit code 1)."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    if getattr(exc, "exit_code", 2) != 2:
+        return UserError(message, hint="check the path and its permissions", code="UserError")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return UsageError(message, hint="`a2x-local --help` lists the commands", code="UsageError")
+    usage = ctx.get_usage().removeprefix("Usage: ").strip()
+    return UsageError(message, code="UsageError",
+                      hint=f"usage: {usage}; `{ctx.command_path} --help` explains each option")
 
 
 def _interrupted() -> Interrupted:

@@ -1,8 +1,11 @@
-"""The Typer application: its name, help and global options. The command modules add their commands to it (the
-package `a2x_local.cli` imports them), so this module imports none of them."""
+"""The composition root: `build_app` registers what the stages above search and the plug-ins add (compose's method,
+entry-point engines and methods), then builds the Typer application (its name, help and global options) from the
+command modules of `COMMAND_MODULES`, in that order: the order of `--help`. Importing a command module registers
+nothing; each holds its commands in its own `commands` Typer, and only this module assembles them."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 from pathlib import Path
 from typing import Annotated
@@ -33,14 +36,20 @@ def quiet_libraries(verbose: bool) -> None:
         elif _below_warning not in logger.filters:
             logger.addFilter(_below_warning)
 
-app = typer.Typer(
-    name="a2x-local",
-    help="Local-first, offline service discovery for AI agents.\n\n"
-    "Example: a2x-local ingest data/sample && a2x-local stats && a2x-local search 'convert currencies'",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+# The command modules of `a2x_local.cli`, in the order `--help` lists their commands (then their groups).
+COMMAND_MODULES: tuple[str, ...] = (
+    "registry_cmds",    # ingest, stats, services ...
+    "eval_cmds",        # eval ...
+    "index_cmds",       # index
+    "search_cmds",      # search
+    "compose_cmds",     # compose
+    "models_cmds",      # models list|check|import|make-tiny|pack|verify
+    "bundle_cmds",      # bundle
+    "build_cmds",       # build
+    "tree_cmds",        # tree ...
+    "nightly_cmds",     # nightly
+    "serve_cmds",       # serve
+    "gateway_cmds",     # gateway show|check, audit
 )
 
 
@@ -50,7 +59,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     ctx: typer.Context,
     db: Annotated[Path | None, typer.Option("--db", help="Registry database for every sub-command.")] = None,
@@ -66,14 +74,33 @@ def _root(
     quiet_libraries(verbose)
 
 
-
-def _register_higher_methods() -> None:
-    """The composition root: the search stage knows only its own methods, and the stages above it add theirs here,
-    before any command module builds its `--method` help from the list."""
+def register_components() -> None:
+    """What the search stage cannot know: the methods of the stages above it (compose) and the plug-ins' engines
+    and methods (entry points, see plugins.py). Safe to run again."""
+    from a2x_local.cli.plugins import load_plugins
     from a2x_local.compose import COMPOSE_SPEC
     from a2x_local.search import register_method
 
     register_method(COMPOSE_SPEC, replace=True)
+    load_plugins()
 
 
-_register_higher_methods()
+def build_app() -> typer.Typer:
+    """The `a2x-local` application: registrations first, then the commands of `COMMAND_MODULES`. The command
+    modules are imported here, after the registrations, because `--method`'s help lists the methods there are."""
+    register_components()
+    app = typer.Typer(
+        name="a2x-local",
+        help="Local-first, offline service discovery for AI agents.\n\n"
+        "Example: a2x-local ingest data/sample && a2x-local stats && a2x-local search 'convert currencies'",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode="rich",
+    )
+    app.callback()(_root)
+    for name in COMMAND_MODULES:
+        commands = importlib.import_module(f"a2x_local.cli.{name}").commands
+        app.registered_commands.extend(commands.registered_commands)
+        app.registered_groups.extend(commands.registered_groups)
+    return app

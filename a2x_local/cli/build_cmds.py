@@ -7,11 +7,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     NoCacheOption,
+    config_flag,
     engine_loader,
     model_label,
     settings_for,
@@ -21,31 +21,34 @@ from a2x_local.cli.output import console, err_console, print_json, with_round_pr
 from a2x_local.llm import EngineOptions, Usage
 from a2x_local.taxonomy import BuildConfig, run_build, summary_rows
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
+
 _T = "Build thresholds (default: the \\[build] table of the config)"
 
 
-@app.command("build")
+@commands.command("build")
 @with_engine_options
 def build_command(
     ctx: typer.Context,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the latest unfinished build from its last "
                                          "checkpoint (same model and settings).")] = False,
-    leaf_size: Annotated[int | None, typer.Option("--leaf-size", min=1, rich_help_panel=_T,
-                                                  help="θ_leaf: split nodes with more services than this.")] = None,
-    max_depth: Annotated[int | None, typer.Option("--max-depth", min=1, rich_help_panel=_T,
-                                                  help="D: deepest level that is split.")] = None,
-    max_children: Annotated[int | None, typer.Option("--max-children", min=2, max=99, rich_help_panel=_T,
-                                                     help="N: most sub-categories per node.")] = None,
-    keyword_threshold: Annotated[int | None, typer.Option(
-        "--keyword-threshold", min=1, rich_help_panel=_T,
-        help="θ_kw: nodes with more services design from keywords.")] = None,
-    refine_passes: Annotated[int | None, typer.Option("--refine-passes", min=1, rich_help_panel=_T,
-                                                      help="Assignment passes per node.")] = None,
+    leaf_size: config_flag(BuildConfig, "leaf_max_services", "--leaf-size", rich_help_panel=_T,
+                           help="θ_leaf: split nodes with more services than this.") = None,
+    max_depth: config_flag(BuildConfig, "max_depth", "--max-depth", rich_help_panel=_T,
+                           help="D: deepest level that is split.") = None,
+    max_children: config_flag(BuildConfig, "max_children", "--max-children", rich_help_panel=_T,
+                              help="N: most sub-categories per node.") = None,
+    keyword_threshold: config_flag(BuildConfig, "keyword_path_min_services", "--keyword-threshold",
+                                   rich_help_panel=_T, help="θ_kw: nodes with more services design from keywords.")
+    = None,
+    refine_passes: config_flag(BuildConfig, "refine_passes", "--refine-passes", rich_help_panel=_T,
+                               help="Assignment passes per node.") = None,
     cross_domain: Annotated[bool | None, typer.Option("--cross-domain/--no-cross-domain", rich_help_panel=_T,
                                                       help="Run the cross-domain pass.", show_default=False)]
     = None,
-    keyword_merge: Annotated[str | None, typer.Option("--keyword-merge", metavar="embedding|stem",
-                                                      rich_help_panel=_T, help="Vocabulary merging.")] = None,
+    keyword_merge: config_flag(BuildConfig, "keyword_merge", "--keyword-merge", rich_help_panel=_T,
+                               help="Vocabulary merging.") = None,
     no_cache: NoCacheOption = False,
     db: DbOption = None,
     json_output: JsonOption = False,

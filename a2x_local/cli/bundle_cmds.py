@@ -7,19 +7,21 @@ from typing import Annotated
 
 import typer
 
-from a2x_local.cli.app import app
 from a2x_local.cli.models_cmds import model_to_pack
 from a2x_local.cli.options import JsonOption, settings_for, with_engine_options
-from a2x_local.cli.output import console, err_console, print_json, progress_bars, want_progress
+from a2x_local.cli.output import console, err_console, print_json, progress_reporter
 from a2x_local.delivery import TARGETS, BundleRequest, build_bundle
 from a2x_local.llm import EngineOptions
+
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
 
 # The engine flags that say how a packed model was checked; the others choose an engine, which packing does not.
 _NOT_FOR_PACKING = ("engine", "base_url", "gpu_memory_utilization", "structured_backend")
 _SOURCE = Path(__file__).resolve().parents[2]
 
 
-@app.command("bundle")
+@commands.command("bundle")
 @with_engine_options(exclude=_NOT_FOR_PACKING)
 def bundle_command(
     ctx: typer.Context,
@@ -62,7 +64,7 @@ def bundle_command(
         if not json_output:
             err_console.print(f"bundle: {text}", highlight=False)
 
-    with progress_bars(want_progress(json_output)) as bars:
+    with progress_reporter(json_output, "bundle") as bars:
         report = build_bundle(request, step, bars)
     if json_output:
         print_json(report.to_dict())

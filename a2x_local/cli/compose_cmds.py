@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 from rich.tree import Tree as RichTree
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import (
     DbOption,
     JsonOption,
@@ -23,8 +22,11 @@ from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
 from a2x_local.llm import EngineOptions
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
 
-@app.command("compose")
+
+@commands.command("compose")
 @with_step_method_options
 @with_engine_options
 def compose_command(
@@ -33,8 +35,8 @@ def compose_command(
                                                   show_default=False)] = None,
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Plan every request of a file instead "
                                                  "(.txt one per line, or JSON/JSONL with a 'query' field).")] = None,
-    k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="Candidates kept per step: the choice and its "
-                                          "alternatives (default: \\[compose] candidates).")] = None,
+    k: Annotated[int | None, typer.Option("--k", "-k", min=1, max=100, help="Candidates kept per step: the choice "
+                                          "and its alternatives (default: \\[compose] candidates).")] = None,
     sad: Annotated[bool | None, typer.Option("--sad/--no-sad", help="Skill-aware re-decomposition: show the model "
                                              "the services a first search found, then decompose again (default: "
                                              "\\[compose] sad; model decomposer only).", show_default=False)] = None,
@@ -86,10 +88,10 @@ def compose_command(
                    else {"plans": dumped, "usage": usage.to_dict() if usage is not None else None})
         return
     for plan in plans:
-        console.print(plan_tree(plan))
+        console.print(plan_tree(plan), soft_wrap=False)  # soft-wrapped, a tree is cut: wrap it
         console.print(_footer(plan), highlight=False)
         if trace:
-            console.print(trace_tree(plan))
+            console.print(trace_tree(plan), soft_wrap=False)  # soft-wrapped, a tree is cut: wrap it
     if usage is not None and usage.total().calls:
         console.print(usage.table("Model calls by call type"))
 
@@ -115,6 +117,8 @@ def plan_tree(plan: Plan) -> RichTree:
         for step_id in group:
             step = steps[step_id]
             after = f"  [dim]after {', '.join(step.depends_on)}[/dim]" if step.depends_on else ""
+            if step.inputs_from:
+                after += f"  [dim]takes the output of {', '.join(step.inputs_from)}[/dim]"
             node = branch.add(f"[bold]{step.id}[/bold] {shown_inline(step.task)}{after}")
             if step.choice is None:
                 node.add(f"[red]no service found[/red]{': ' + shown_inline(step.error) if step.error else ''}")

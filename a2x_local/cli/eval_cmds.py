@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import (
     DbOption,
     JsonOption,
@@ -17,16 +16,18 @@ from a2x_local.cli.options import (
     with_engine_options,
     with_method_options,
 )
-from a2x_local.cli.output import console, print_json, progress_bars, want_progress
+from a2x_local.cli.output import console, print_json, progress_reporter
 from a2x_local.errors import UserError
 from a2x_local.evaluation import (
     COMPARE_COLUMNS,
     PRESETS,
     EvaluationConfig,
     check_plots,
+    comparability,
     compare_presets,
     compare_row,
     compare_runs,
+    decision_notes,
     describe_method,
     load_queries,
     pct,
@@ -38,13 +39,16 @@ from a2x_local.jsonfiles import JsonLimits
 from a2x_local.llm import EngineOptions, make_engine
 from a2x_local.search import MODES, LabelledQuery, clear_fusion, make_method, tune_fusion
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
+
 eval_app = typer.Typer(
     invoke_without_command=True, no_args_is_help=False,
     help="Score a search method on a query file (writes results.jsonl, summary.json, report.md and a plot into a "
     "run folder; rerunning resumes it); `eval compare RUN_DIR...` puts runs side by side; `eval tune` chooses a "
     "registry's hybrid fusion weights.\n\n"
     "Example: a2x-local eval --queries data/toolret/queries_dev.json --method hybrid --k 10")
-app.add_typer(eval_app, name="eval")
+commands.add_typer(eval_app, name="eval")
 
 COMPACT_COLUMNS = ("run", "k", "hit", "recall", "hit@10", "hit@50", "MRR", "tokens/q", "p50 ms")
 
@@ -64,11 +68,11 @@ def eval_command(
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Benchmark file: JSON list (or JSONL) "
                                                  "of {id, query, correct_tools: [{id}]}.")] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Answer size of ranked methods.")] = 10,
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N queries.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=10_000_000, help="Only the first N queries.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: runs/<queries>-<method>-<hash>;"
                                              " the same settings resume the same folder).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Discard what the run folder holds and start over.")] = False,
-    batch_size: Annotated[int | None, typer.Option(min=1, help="Queries per search_batch call.")] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1, max=100_000, help="Queries per search_batch call.")] = None,
     missing: Annotated[str | None, typer.Option("--missing-tools", help="Correct services absent from the "
                                                 "registry: exclude (default) | strict (count as misses).")] = None,
     plots: PlotsOption = True,
@@ -92,7 +96,7 @@ def eval_command(
     query_list = load_queries(queries, JsonLimits.from_settings(settings))
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     options = method.with_engine(engine_options)
-    with progress_bars(want_progress(json_output)) as bars:
+    with progress_reporter(json_output, "eval") as bars:
         searcher = make_method(method.name, settings, settings.db_path, progress=bars, **options)
         plan = plan_run(method=method.name, options=options, mode=method.mode, k=k, queries_file=queries,
                         registry=registry, config=config, out=out, method_info=describe_method(searcher, method.name))
@@ -145,6 +149,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
                       "it[/yellow] (see report.md)")
     if queries["errors"]:
         console.print(f"[red]{queries['errors']} queries ended in an error[/red]; rerun to retry them")
+    for note in decision_notes(summary):
+        console.print(note, highlight=False, markup=False)
 
 
 @eval_app.command("compare")
@@ -163,8 +169,9 @@ def compare_command(
         check_plots()
     summaries, files = compare_runs(run_dirs, out, plots=plots)
     rows = [compare_row(summary) for summary in summaries]
+    notes = comparability(summaries)
     if json_output:
-        print_json({"runs": rows, "files": [str(f) for f in files]})
+        print_json({"runs": rows, "comparable": not notes, "warnings": notes, "files": [str(f) for f in files]})
         return
     # All columns when they fit; a narrow terminal gets the essentials (--json and compare.md have them all).
     columns = COMPARE_COLUMNS if console.width >= 170 else COMPACT_COLUMNS
@@ -174,6 +181,8 @@ def compare_command(
     for row in rows:
         table.add_row(*(row[c] for c in columns))
     console.print(table)
+    for note in notes:
+        console.print(f"[yellow]warning: not comparable:[/yellow] {note}", highlight=False, soft_wrap=True)
     for file in files:
         console.print(f"wrote {file}", highlight=False)
 
@@ -188,16 +197,18 @@ def compare_presets_command(
     = ",".join(PRESETS),
     mode: Annotated[str | None, typer.Option("--mode", help="get_all | get_important | get_one (default: "
                                              "\\[search] default_mode).", show_default=False)] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N queries.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=10_000_000, help="Only the first N queries.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder of the runs, one per preset (default: "
                                              "<runs_dir>/presets-<queries>).", show_default=False)] = None,
-    batch_size: Annotated[int | None, typer.Option(min=1, help="Queries per search_batch call.")] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1, max=100_000, help="Queries per search_batch call.")] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
     """Run a2x under several presets (published, default, lean) on the same queries with one model: hit, recall,
-    prompt tokens and computed tokens side by side.
+    prompt tokens and computed tokens side by side, with how the model chose (the share of its choices that took the
+    first option, against a choice blind to position) and what held it in check (over-selections, budget cuts,
+    answers cut off).
 
     Computed tokens are what the engine computed: the prompt tokens its prefix cache did not serve (as the engine
     reports them), plus decode. Each preset starts from a cold cache where the engine allows it (vLLM). Every run is
@@ -220,7 +231,7 @@ def compare_presets_command(
     folder = out or Path(config.runs_dir) / f"presets-{Path(queries).stem}"
     engine = make_engine(settings, engine_options)
     try:
-        with progress_bars(want_progress(json_output)) as bars:
+        with progress_reporter(json_output, "eval") as bars:
             report = compare_presets(settings, engine, query_list, queries_file=queries, registry=registry,
                                      config=config, out=folder, presets=names, mode=mode, limit=limit,
                                      progress=bars)
@@ -230,12 +241,29 @@ def compare_presets_command(
         print_json(report)
         return
     table = Table(title=f"a2x by preset: {Path(queries).name}, {report['engine'].get('model', '')}")
-    for column in ("preset", "hit", "recall", "prompt tok/q", "computed tok/q", "calls/q", "errors"):
-        table.add_column(column, justify="left" if column == "preset" else "right")
+    for column in ("preset", "hit", "recall", "prompt tok/q", "computed tok/q", "calls/q", "1st option %",
+                   "errors"):
+        table.add_column(column, justify="left" if column == "preset" else "right", no_wrap=column == "preset")
     for row in report["presets"]:
+        first = "-" if row["first_option_share"] is None else (
+            f"{pct(row['first_option_share'])} / {pct(row['uniform_share'])}" + ("!" if row["by_position"] else ""))
         table.add_row(row["preset"], pct(row["hit"]), pct(row["recall"]), f"{row['prompt_tokens_per_query']:,.0f}",
-                      f"{row['computed_tokens_per_query']:,.0f}", f"{row['calls_per_query']:.2f}", str(row["errors"]))
+                      f"{row['computed_tokens_per_query']:,.0f}", f"{row['calls_per_query']:.2f}", first,
+                      str(row["errors"]))
     console.print(table)
+    console.print("[dim]1st option %: the share of the model's choices that took the first option shown / the share a"
+                  " choice blind to position would give[/dim]")
+    positional = [row["preset"] for row in report["presets"] if row["by_position"]]
+    if positional:
+        console.print(f"[yellow]the model chooses by position, not by meaning, under {', '.join(positional)} (marked"
+                      " !): it takes the first option far more often than a blind choice would (docs/evaluation.md,"
+                      " Position bias)[/yellow]")
+    for row in report["presets"]:
+        guards = [f"{row[key]} {what}" for key, what in (("overselected_answers", "answers chose too many options"),
+                                                         ("budget_cut_requests", "requests cut by the budget"),
+                                                         ("truncated_answers", "answers cut off")) if row[key]]
+        if guards:
+            console.print(f"[yellow]{row['preset']}: {'; '.join(guards)}[/yellow]", highlight=False)
     if not all(row["cold_cache"] for row in report["presets"]):
         console.print("[dim]the engine could not drop its prefix cache between presets: later presets may find "
                       "shared instructions cached already[/dim]")
@@ -276,7 +304,7 @@ def tune_command(
     if queries is None:
         raise _usage("--queries FILE is required", "--queries")
     labelled = [LabelledQuery(q.id, q.query, frozenset(q.correct)) for q in load_queries(queries)]
-    with progress_bars(want_progress(json_output)) as bars:
+    with progress_reporter(json_output, "eval") as bars:
         report = tune_fusion(settings, labelled, k=k, held_out_share=held_out, store=not dry_run,
                              embedding_model=embedding_model, queries_name=Path(queries).name, progress=bars)
     if json_output:

@@ -8,13 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import DbOption, JsonOption, settings_for
-from a2x_local.cli.output import console, print_json, progress_bars, want_progress
+from a2x_local.cli.output import console, print_json, progress_reporter
 from a2x_local.search import build_indexes
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
 
-@app.command("index")
+
+@commands.command("index")
 def index_command(
     ctx: typer.Context,
     embedding_model_spec: Annotated[str | None, typer.Option(
@@ -40,7 +42,7 @@ def index_command(
     if only not in (None, "dense", "bm25"):
         raise typer.BadParameter("use 'dense' or 'bm25'", param_hint="--only")
     settings = settings_for(ctx, db)
-    with progress_bars(want_progress(json_output)) as bars:
+    with progress_reporter(json_output, "index") as bars:
         report = build_indexes(settings, embedding_model_spec=embedding_model_spec, text=text, params=params,
                                only=only, force=force, progress=bars)
     if json_output:

@@ -1,5 +1,5 @@
-"""`a2x-local models list|check|make-tiny|pack|verify`: what models are configured, which are present, what is
-missing, and carrying a model folder across an air gap with a manifest."""
+"""`a2x-local models list|check|import|make-tiny|pack|verify`: what models are configured, which are present, what
+is missing, converting GGUF files into model folders, and carrying a model folder across an air gap with a manifest."""
 
 from __future__ import annotations
 
@@ -11,26 +11,33 @@ from rich import box
 from rich.table import Table
 
 from a2x_local import provenance
-from a2x_local.cli.app import app
 from a2x_local.cli.options import JsonOption, settings_for, with_engine_options
-from a2x_local.cli.output import console, print_json, progress_bars, want_progress
-from a2x_local.delivery import ModelToPack, pack_model, verify_model
+from a2x_local.cli.output import console, err_console, print_json, progress_reporter, shown
+from a2x_local.delivery import ModelToPack, check_model_name, pack_model, verify_model
 from a2x_local.errors import UserError
 from a2x_local.llm import (
     ALIASES_FILE,
+    IMPORT_DTYPES,
     EngineOptions,
+    ImportOutcome,
     ModelCheck,
     alias_path,
     build_tiny_model,
     check_ref,
     engine_settings,
+    ensure_model,
+    import_alias,
+    import_file,
     load_aliases,
 )
 from a2x_local.settings import Settings
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
+
 models_app = typer.Typer(help="Local models: what is configured, what is present, what is missing.",
                          no_args_is_help=True)
-app.add_typer(models_app, name="models")
+commands.add_typer(models_app, name="models")
 
 
 @models_app.command("list")
@@ -46,7 +53,8 @@ def list_command(ctx: typer.Context, json_output: JsonOption = False) -> None:
         rows.append({"alias": name, "path": str(path), "present": (path / "config.json").is_file(),
                      "source": entry.source, "dtype": entry.dtype, "max_model_len": entry.max_model_len,
                      "tensor_parallel_size": entry.tensor_parallel_size, "quantization": entry.quantization,
-                     "gpu_memory_gb": entry.gpu_memory_gb, "description": entry.description})
+                     "gpu_memory_gb": entry.gpu_memory_gb, "license": entry.license, "sha256": entry.sha256,
+                     "gguf_package": entry.gguf_package, "description": entry.description})
     if json_output:
         print_json({"models_dir": str(settings.models_dir), "aliases_file": ALIASES_FILE, "models": rows})
         return
@@ -116,6 +124,66 @@ def _count(number: int) -> str:
     return f"{number / 1e9:.2f} G" if number >= 1e9 else f"{number / 1e6:.1f} M"
 
 
+@models_app.command("import")
+def import_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Option("--name", metavar="ALIAS", show_default=False,
+                                      help="The alias, and the model folder's name in the models folder.")],
+    file: Annotated[Path | None, typer.Argument(metavar="FILE.gguf", show_default=False,
+                                                help="The GGUF file (one whole file, not a split part). Leave it "
+                                                     "out for an alias whose GGUF ships as a package.")] = None,
+    dtype: Annotated[str, typer.Option("--weights-dtype", metavar="|".join(IMPORT_DTYPES),
+                                       help="Weights as written: float32 keeps the dequantized values exactly and "
+                                            "suits CPUs; bfloat16 halves the folder for a GPU.")] = "float32",
+    source: Annotated[str | None, typer.Option("--source", metavar="TEXT", show_default=False,
+                                               help="Where the file came from, recorded with the alias (default: "
+                                                    "the file's path), e.g. a Hugging Face repository.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing folder and alias of that name.")]
+    = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Convert a GGUF file (the usual format of downloaded open weights) into a model folder the vllm and
+    transformers engines load, and register ALIAS in your config.toml.
+
+    transformers reads the file and dequantizes it (about a minute per 100 MB of GGUF on 2 cores); the folder is
+    written whole under the models folder or not at all, passes `models check`, and records the file's SHA-256,
+    quantization and source (a2x-gguf-import.json). Split files, files that are not GGUF, truncated files and
+    architectures transformers cannot read are refused first. Without FILE, an alias whose GGUF ships as a
+    package (smollm2-135m) is imported from the installed package; commands given --model ALIAS do that on first
+    use anyway.
+
+    Example: a2x-local models import ~/Downloads/qwen2.5-0.5b-instruct-q8_0.gguf --name qwen-small
+    """
+    settings = settings_for(ctx)
+
+    def step(text: str) -> None:
+        if not json_output:
+            err_console.print(f"import: {text}", highlight=False)
+
+    if file is None:
+        outcome = import_alias(settings, name, force=force, step=step)
+    else:
+        outcome = import_file(settings, file, name, dtype=dtype, source=source, force=force, step=step)
+    if json_output:
+        print_json(outcome.to_dict())
+    else:
+        _print_import(outcome)
+
+
+def _print_import(outcome: ImportOutcome) -> None:
+    report = outcome.report
+    if report is None:
+        console.print(f"{outcome.alias}: already imported at {outcome.folder}", highlight=False)
+        return
+    console.print(f"wrote {report.folder} ({_megabytes(report.bytes)}, {report.dtype}) from "
+                  f"{report.gguf.path.name} ({report.gguf.architecture}, {report.gguf.quantization}) in "
+                  f"{report.seconds:.0f} s; SHA-256 {report.sha256}", highlight=False)
+    if outcome.config_file:
+        console.print(f"alias {outcome.alias} added to {outcome.config_file}", highlight=False)
+    console.print(f"use it: a2x-local models check {outcome.alias}; a2x-local build --model {outcome.alias}",
+                  highlight=False)
+
+
 @models_app.command("make-tiny")
 def make_tiny_command(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="Folder to write the model into (must not exist "
@@ -142,7 +210,10 @@ def make_tiny_command(
 
 def model_to_pack(settings: Settings, options: EngineOptions, name: str | None) -> ModelToPack:
     """Resolve the model, run `models check` on it under the given settings, and refuse an unusable one."""
+    if name is not None:
+        check_model_name(name)   # before the check: a bad name fails at once
     ref, config = engine_settings(settings, options, must_exist=True)
+    ensure_model(ref, step=lambda text: err_console.print(text, highlight=False))
     check = check_ref(ref, config)
     if not check.ok:
         raise UserError(f"model '{ref.requested}' at {ref.path} is not usable: " + " ".join(check.problems),
@@ -152,7 +223,8 @@ def model_to_pack(settings: Settings, options: EngineOptions, name: str | None) 
                "check": {key: value for key, value in check.to_dict().items() if key not in ("path", "target")},
                "checked_by": provenance.current().describe()}
     # The folder's own name by default: unpacked into the models folder, it is where the alias looks.
-    return ModelToPack(ref.path, name or ref.path.name, ref.alias, checked)
+    return ModelToPack(ref.path, check_model_name(name or ref.path.name, "the model folder's name"), ref.alias,
+                       checked)
 
 
 @models_app.command("pack")
@@ -173,7 +245,7 @@ def pack_command(
     """
     settings = settings_for(ctx)
     to_pack = model_to_pack(settings, engine_options.model_copy(update={"model": model}), name)
-    with progress_bars(want_progress(json_output)) as bars:
+    with progress_reporter(json_output, "models") as bars:
         report = pack_model(to_pack, out, bars)
     result: dict[str, Any] = {"archive": str(report.archive), "manifest": str(report.manifest),
                               "files": report.files, "bytes": report.bytes}
@@ -199,19 +271,29 @@ def verify_command(
     """
     if not path.exists():
         raise UserError(f"{path}: no such file or folder", hint="give the archive or the unpacked model folder")
-    with progress_bars(want_progress(json_output)) as bars:
+    with progress_reporter(json_output, "models") as bars:
         report = verify_model(path, bars)
     if json_output:
         print_json(report.to_dict())
     else:
-        alias = f" (alias {report.alias})" if report.alias else ""
-        console.print(f"[bold]{report.name}[/bold]{alias}: {report.files} files, {report.bytes / 2**30:.2f} GiB "
-                      "checked", highlight=False)
+        alias = f" (alias {shown(report.alias)})" if report.alias else ""
+        console.print(f"[bold]{shown(report.name)}[/bold]{alias}: {report.files} files, "
+                      f"{report.bytes / 2**30:.2f} GiB checked", highlight=False)
+        # Names come from the archive: shown escaped, never as markup or terminal control sequences.
         for warning in report.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {warning}", highlight=False)
+            console.print(f"  [yellow]warning:[/yellow] {shown(warning)}", highlight=False)
+        if report.more_warnings:
+            console.print(f"  [yellow]warning:[/yellow] and {report.more_warnings:,} more", highlight=False)
         for problem in report.problems:
-            console.print(f"  [red]bad:[/red] {problem}", highlight=False)
-        console.print("  [green]intact[/green]" if report.ok else f"  [red]{len(report.problems)} problem(s)[/red]: "
+            console.print(f"  [red]bad:[/red] {shown(problem)}", highlight=False)
+        if report.more_problems:
+            console.print(f"  [red]bad:[/red] and {report.more_problems:,} more, not listed", highlight=False)
+        total = len(report.problems) + report.more_problems
+        console.print("  [green]intact[/green]" if report.ok else f"  [red]{total:,} problem(s)[/red]: "
                       "copy the archive again from the connected machine")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size < 10e6 else f"{size / 1e6:,.0f} MB"

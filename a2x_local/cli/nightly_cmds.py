@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import (
     DbOption,
     JsonOption,
@@ -22,10 +21,13 @@ from a2x_local.cli.output import console, print_error, print_json, shown, with_r
 from a2x_local.lifecycle import EXIT_CODES, NightlyRequest, run_nightly, summary_rows
 from a2x_local.llm import EngineOptions
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
+
 _EXIT_HELP = "; ".join(f"{code} {meaning}" for code, meaning in sorted(EXIT_CODES.items()))
 
 
-@app.command("nightly", help=f"""Sync the registry from an export, then build or update the tree when anything
+@commands.command("nightly", help=f"""Sync the registry from an export, then build or update the tree when anything
 changed, check it against the active tree on a query file, switch, and keep the newest trees.
 
 One job per database at a time; a JSON report is written for every run. Exit codes: {_EXIT_HELP}.
@@ -61,8 +63,8 @@ def nightly_command(
                              queries=queries, max_drop=max_drop, keep=keep, force=force, rebuild=rebuild,
                              report=report)
     load = engine_loader(settings, engine_options, no_cache)
-    outcome = with_round_progress(json_output,
-                                  lambda observer: run_nightly(settings, request, load, observer=observer))
+    outcome = with_round_progress(json_output, lambda observer: run_nightly(settings, request, load, observer=observer),
+                                  command="nightly")
     data = outcome.report
     if json_output:
         print_json(data | {"report_file": str(outcome.path)})

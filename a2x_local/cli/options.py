@@ -14,23 +14,24 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import duckdb
 import typer
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from rich.markup import escape
 
 from a2x_local.db import Mode, connect
 from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import (
-    ENGINE_NAMES,
-    STRUCTURED_BACKENDS,
     EngineOptions,
     load_aliases,
     make_engine,
     with_answer_cache,
 )
 from a2x_local.locks import RegistryLock
-from a2x_local.search import ModeError, check_queries, method_names, method_spec, parse_option_pairs
+from a2x_local.overrides import field_bounds
+from a2x_local.search import MODES, MethodFlags, ModeError, check_queries, method_names, method_spec, parse_option_pairs
 from a2x_local.settings import Settings, check_config, load_settings
 
 DbOption = Annotated[
@@ -122,46 +123,76 @@ def option_bundle(target: str, flags: dict[str, Any], build: Callable[..., Any],
     return decorate
 
 
-_ENGINE_PANEL = "Model and engine"
-ENGINE_FLAGS: dict[str, Any] = {
-    "model": Annotated[str | None, typer.Option(
-        "--model", metavar="ALIAS|PATH", rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Model alias (see `a2x-local models list`) or a model folder; default: `model` in \\[engine].")],
-    "engine": Annotated[str | None, typer.Option(
-        "--engine", metavar="|".join(ENGINE_NAMES), rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="vllm (offline batching), transformers (no vLLM needed) or openai (a server at --base-url); "
-             "default: `name` in \\[engine].")],
-    "base_url": Annotated[str | None, typer.Option(
-        "--base-url", metavar="URL", rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="OpenAI-compatible server for --engine openai, e.g. http://127.0.0.1:8000/v1.")],
-    "max_model_len": Annotated[int | None, typer.Option(
-        "--max-model-len", min=16, rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Context window in tokens (prompt + answer); smaller needs less memory.")],
-    "dtype": Annotated[str | None, typer.Option(
-        "--dtype", metavar="auto|bfloat16|float16|float32", rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Number format of the weights (float32 on CPUs without bfloat16 support).")],
-    "gpu_memory_utilization": Annotated[float | None, typer.Option(
-        "--gpu-memory-utilization", min=0.05, max=1.0, rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Share of each GPU's memory vLLM may use.")],
-    "tensor_parallel_size": Annotated[int | None, typer.Option(
-        "--tensor-parallel-size", min=1, rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Split the model across this many GPUs.")],
-    "quantization": Annotated[str | None, typer.Option(
-        "--quantization", metavar="METHOD", rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="vLLM quantization method (awq, gptq, fp8, ...).")],
-    "structured_backend": Annotated[str | None, typer.Option(
-        "--structured-backend", metavar="|".join(STRUCTURED_BACKENDS), rich_help_panel=_ENGINE_PANEL,
-        show_default=False,
-        help="Structured-output backend; guidance (default) is the one measured to produce valid multi-item answers.")],
-    "replicas": Annotated[int | None, typer.Option(
-        "--replicas", min=1, max=4096, rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Copies of the model that share each round, one per GPU or tensor-parallel group, on Ray "
-             "(the \\[distributed] extra); default: `replicas` in \\[engine] (1).")],
-    "ray_address": Annotated[str | None, typer.Option(
-        "--ray-address", metavar="ADDRESS", rich_help_panel=_ENGINE_PANEL, show_default=False,
-        help="Ray cluster the replicas run on (ray://head:10001, or auto on a cluster node); default: a private "
-             "Ray instance on this machine.")],
-}
+def _scalar(annotation: Any) -> type:
+    """The plain type a flag parses (int, float, str, bool): a field's type without None; a choice (Literal) is
+    text, checked by the options model with a message that lists the choices."""
+    kinds = [kind for kind in get_args(annotation) or (annotation,) if kind is not type(None)]
+    for kind in (bool, int, float, str):
+        if kind in kinds:
+            return kind
+    return str
+
+
+def _exclusive_range(info: Any, bounds: dict[str, float]) -> Callable[[str], Any]:
+    """A parser for a number with an open bound (typer's `min`/`max` are closed), so `--flag 0` of a field that
+    must be above 0 is a usage error naming the flag, as any other out-of-range value is."""
+    adapter = TypeAdapter(Annotated[_scalar(info.annotation), Field(**bounds)])
+
+    def parse(value: str) -> Any:
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as exc:
+            raise typer.BadParameter(exc.errors()[0]["msg"]) from None
+
+    return parse
+
+
+def range_label(bounds: dict[str, float]) -> str:
+    """``bounds`` in words (`above 0 to 1`), as docs/cli.md writes a range, for a flag whose bound is open."""
+    low = f"above {bounds['gt']:g}" if "gt" in bounds else f"{bounds['ge']:g}" if "ge" in bounds else ""
+    high = f"below {bounds['lt']:g}" if "lt" in bounds else f"{bounds['le']:g}" if "le" in bounds else ""
+    return f"{low} to {high}" if low and high else f"at least {low}" if low else f"at most {high}"
+
+
+def setting_flag(info: Any, *decls: str, help: str, metavar: str | None = None, **option: Any) -> Any:
+    """A flag that overrides one setting (``info``: its model field): the flag's type, choices and range are the
+    field's, so they cannot drift from the table; ``help`` and the other typer settings are the command's. A closed
+    bound is typer's range; an open one (above 0) a parser, so both are usage errors naming the flag."""
+    annotation = info.annotation
+    kinds = (annotation,) if get_origin(annotation) is Literal else get_args(annotation)
+    choices = [arg for kind in kinds if get_origin(kind) is Literal for arg in get_args(kind)]
+    metavar = metavar or ("|".join(map(str, choices)) if choices else None)
+    bounds = field_bounds(info)
+    kind = _scalar(info.annotation)
+    if "gt" in bounds or "lt" in bounds:
+        option["parser"] = _exclusive_range(info, bounds)
+        help += f" Range: {range_label(bounds)}."
+        metavar = metavar or kind.__name__
+    else:
+        option.update(min=bounds.get("ge"), max=bounds.get("le"))
+    return Annotated[kind | None, typer.Option(*decls, metavar=metavar, help=help, **option)]
+
+
+def config_flag(model: type[BaseModel], key: str, *decls: str, help: str, **option: Any) -> Any:
+    """`setting_flag` for the key ``key`` of a table's model (`BuildConfig`, "max_depth")."""
+    return setting_flag(model.model_fields[key], *decls, help=help, **option)
+
+
+def flags_from(model: type[BaseModel], *, panel: str, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Command-line flags generated from an options model's fields (as vLLM's EngineArgs makes argparse flags from
+    its dataclass): `--field-name`, the field's description as help, its bounds as the flag's range, its
+    ``metavar`` extra (else its choices) as the value's name, default None ("not given": the configuration applies).
+    The model stays the one declaration; the command receives the values through `option_bundle`."""
+    flags: dict[str, Any] = {}
+    for name in names or tuple(model.model_fields):
+        info = model.model_fields[name]
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        flags[name] = setting_flag(info, f"--{name.replace('_', '-')}", help=escape(info.description or ""),
+                                   metavar=extra.get("metavar"), rich_help_panel=panel, show_default=False)
+    return flags
+
+
+ENGINE_FLAGS: dict[str, Any] = flags_from(EngineOptions, panel="Model and engine")
 
 
 def with_engine_options(command: Callable[..., Any] | None = None, *,
@@ -213,21 +244,13 @@ METHOD_FLAGS: dict[str, Any] = {
         help=f"Search method: {' | '.join(method_names())} (default: hybrid; for compose, the steps' method, any "
              "but compose: default \\[compose] step_method).")],
     "mode": Annotated[str | None, typer.Option(
-        "--mode", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help="Selection mode of LLM methods: get_all | get_important | get_one.")],
-    "embedding_model": Annotated[str | None, typer.Option(
-        "--embedding-model", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help="Embedding model of dense and hybrid (default: the registry's setting).")],
-    "text": Annotated[str | None, typer.Option(
-        "--text", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help="Indexed text: name_description | description.")],
+        "--mode", metavar="|".join(MODES), rich_help_panel=_METHOD_PANEL, show_default=False,
+        help="Selection mode of LLM methods (default: `default_mode` in \\[search]).")],
+    **flags_from(MethodFlags, panel=_METHOD_PANEL, names=("embedding_model", "text")),
     "option": Annotated[list[str] | None, typer.Option(
         "--option", "-o", rich_help_panel=_METHOD_PANEL, show_default=False,
         help="Any other method option, KEY=VALUE (repeatable), e.g. -o rrf_k=30.")],
-    "preset": Annotated[str | None, typer.Option(
-        "--preset", rich_help_panel=_METHOD_PANEL, show_default=False,
-        help="LLM methods: settings of the token levers, default | published | lean (default: \\[search] preset; "
-             "lean for engines billed per prompt token).")],
+    **flags_from(MethodFlags, panel=_METHOD_PANEL, names=("preset",)),
 }
 
 with_method_options = option_bundle("method", METHOD_FLAGS, MethodChoice.of)

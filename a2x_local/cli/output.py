@@ -17,13 +17,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from a2x_local.cli.progress_lines import LineProgress, RoundLines, line_interval
 from a2x_local.errors import A2XError
 from a2x_local.llm import Result
 from a2x_local.search import ProgressFactory
 from a2x_local.text import show_bidi
 
-console = Console()
-err_console = Console(stderr=True)
+# Into a pipe or a file, a long line stays one line (rich would break it at 80 columns, and grep would miss it);
+# tables still fit the width (COLUMNS, else 80), and trees are printed with soft_wrap=False, since a soft-wrapped
+# tree is cut at the width. In a terminal, rich wraps words for people.
+console = Console(soft_wrap=not sys.stdout.isatty())
+err_console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 # C0 controls but tab and newline, DEL, C1 controls: printed raw they are terminal escape sequences (ESC [2J).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -83,6 +87,23 @@ def progress_bars(enabled: bool) -> Iterator[ProgressFactory | None]:
         yield bar
 
 
+@contextmanager
+def progress_reporter(json_output: bool, command: str) -> Iterator[ProgressFactory | None]:
+    """Progress of a long command: bars for a person at a terminal; otherwise (stderr a pipe or a file, or --json)
+    plain lines on stderr, a line per stage and at least one every ``$A2X_PROGRESS_EVERY_S`` (`progress_lines`);
+    None when those are switched off."""
+    if want_progress(json_output):
+        with progress_bars(True) as bars:
+            yield bars
+        return
+    every = line_interval()
+    if every is None:
+        yield None
+        return
+    with LineProgress(command, every) as lines:
+        yield lines.bar
+
+
 class RoundProgress:
     """One bar per engine round (its answers so far; a round is streamed, so its size shows when it ends), and a
     running line with rounds and tokens so far."""
@@ -118,11 +139,16 @@ class RoundProgress:
                              f" {self.prompt_tokens:,} · completion tokens {self.completion_tokens:,}")
 
 
-def with_round_progress(json_output: bool, work: Callable[[RoundProgress | None], Any]) -> Any:
-    """Run ``work(observer)`` (a build, an update, a nightly job) with a bar per model round for people; without
-    one for scripts."""
+def with_round_progress(json_output: bool, work: Callable[[RoundProgress | RoundLines | None], Any],
+                        command: str = "build") -> Any:
+    """Run ``work(observer)`` (a build, an update, a nightly job) with a bar per model round for people, and with
+    plain lines per round (and at least every `$A2X_PROGRESS_EVERY_S`) when stderr is not a terminal or for --json."""
     if not want_progress(json_output):
-        return work(None)
+        every = line_interval()
+        if every is None:
+            return work(None)
+        with LineProgress(command, every) as lines:
+            return work(RoundLines(lines))
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=False) as progress:

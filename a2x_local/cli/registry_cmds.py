@@ -9,9 +9,9 @@ import typer
 from rich.table import Table
 
 from a2x_local import provenance
-from a2x_local.cli.app import app
 from a2x_local.cli.options import DbOption, JsonOption, open_registry_db, settings_for
 from a2x_local.cli.output import console, print_json, shown
+from a2x_local.cli.tables import CUT, REST, Column, print_table
 from a2x_local.db import software_history, transaction
 from a2x_local.registry import (
     FORMATS,
@@ -28,8 +28,11 @@ from a2x_local.registry import (
 )
 from a2x_local.search import dense_index_choice
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
+
 services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
-app.add_typer(services_app, name="services")
+commands.add_typer(services_app, name="services")
 
 _FORMAT_HELP = "Input format: " + "; ".join(f"[bold]{k}[/bold] = {v}" for k, v in FORMATS.items())
 
@@ -41,11 +44,12 @@ def _print_report(report: IngestReport, db: Path) -> None:
     for summary in report.files:
         table.add_row(shown(summary.path), summary.format, f"{summary.services:,}")
     console.print(table)
-    verb = "would add" if report.dry_run else "added"
-    console.print(f"{verb} [green]{len(report.added):,}[/green], updated [yellow]{len(report.updated):,}"
-                  f"[/yellow], unchanged {len(report.unchanged):,}")
+    added, updated = ("would add", "would update") if report.dry_run else ("added", "updated")
+    console.print(f"{added} [green]{len(report.added):,}[/green], {updated} [yellow]{len(report.updated):,}"
+                  f"[/yellow], unchanged {len(report.unchanged):,}" + (" (dry run: nothing written)"
+                                                                        if report.dry_run else ""))
     for change in report.updated[:20]:
-        console.print(f"  updated {shown(change.id)} ({', '.join(change.fields)})", highlight=False)
+        console.print(f"  {updated} {shown(change.id)} ({', '.join(change.fields)})", highlight=False)
     if len(report.updated) > 20:
         console.print(f"  ... and {len(report.updated) - 20:,} more")
     _print_lookalikes(report.lookalikes)
@@ -72,7 +76,7 @@ def _print_skipped(skipped: list[Skipped]) -> None:
         console.print(f"  ... and {len(skipped) - 10:,} more")
 
 
-@app.command("ingest")
+@commands.command("ingest")
 def ingest_command(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to read.", show_default=False,
@@ -122,11 +126,14 @@ def ingest_command(
                                   highlight=False)
             raise
         total = Registry(con).count()
+    # A dry run wrote nothing: the registry holds what it held, and would hold that plus what it would add.
+    before, after = (total, total + len(report.added)) if dry_run else (total - len(report.added), total)
     if json_output:
-        print_json(report.to_dict() | {"registry_services": total})
+        print_json(report.to_dict() | {"services_before": before, "services_after": after})
     else:
         _print_report(report, settings.db_path)
-        console.print(f"registry now holds {total:,} services")
+        verb = "would hold" if dry_run else "now holds"
+        console.print(f"registry {verb} {after:,} services (before: {before:,})")
 
 
 def _sync(settings, paths: list[Path], config: RegistryConfig, limits: Limits, *, fmt: str, server: str | None,
@@ -150,20 +157,24 @@ def _print_sync(report: SyncReport, db: Path, *, refused: bool = False) -> None:
                                            " (dry run: nothing changed)" if report.dry_run else ""))
     table.add_column("change")
     table.add_column("services", justify="right")
-    table.add_column("ids (first 10)", overflow="fold")
     rows = (("added", report.added), ("updated", [c.id for c in report.updated]), ("removed", report.removed))
     for label, ids in rows:
-        listed = ", ".join(ids[:10]) + (f" ... {len(ids) - 10:,} more" if len(ids) > 10 else "")
-        table.add_row(label, f"{len(ids):,}", shown(listed))
-    table.add_row("unchanged", f"{report.unchanged:,}", "")
+        table.add_row(label, f"{len(ids):,}")
+    table.add_row("unchanged", f"{report.unchanged:,}")
     console.print(table, highlight=False)
+    # The ids under the table, never in a cell: a cell would fold them, and ids are what users copy.
+    for label, ids in rows:
+        if ids:
+            listed = ", ".join(ids[:10]) + (f" ... {len(ids) - 10:,} more (--json lists them all)"
+                                            if len(ids) > 10 else "")
+            console.print(f"{label}: {shown(listed)}", highlight=False, soft_wrap=True)
     verb = "would hold" if refused or report.dry_run else "now holds"
     console.print(f"registry {verb} {report.after:,} services (before: {report.before:,})")
     _print_lookalikes(report.lookalikes)
     _print_skipped(report.skipped)
 
 
-@app.command("stats")
+@commands.command("stats")
 def stats_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOption = False) -> None:
     """Counts by type and source, description lengths, the registry fingerprint, and the software that wrote it.
 
@@ -216,6 +227,10 @@ def _print_software(software: provenance.Provenance, history: list[dict]) -> Non
         console.print(f"  {row['seen_at'][:19]}  {who}" + (f": {change}" if row["software"] else ""), highlight=False)
 
 
+# Ids and types whole, names cut, the description in what is left (see `tables`).
+SERVICE_COLUMNS = (Column("id"), Column("type"), Column("name", CUT, most=32), Column("description", REST))
+
+
 @services_app.command("list")
 def list_command(
     ctx: typer.Context,
@@ -238,13 +253,8 @@ def list_command(
     if json_output:
         print_json([s.to_dict() for s in services])
         return
-    table = Table(title=f"{len(services):,} of {total:,} services")
-    for column in ("id", "type", "name", "description"):
-        table.add_column(column, overflow="fold" if column != "description" else "ellipsis",
-                         no_wrap=column == "description")
-    for s in services:
-        table.add_row(shown(s.id), s.type, shown(s.name), shown(s.description[:120]))
-    console.print(table)
+    rows = [(s.id, s.type, s.name, s.description[:300]) for s in services]
+    print_table(console, f"{len(services):,} of {total:,} services", SERVICE_COLUMNS, rows)
 
 
 @services_app.command("show")
@@ -264,6 +274,12 @@ def show_command(ctx: typer.Context, service_id: Annotated[str, typer.Argument(m
     console.print(f"name: {shown(service.name)}", highlight=False)
     console.print(f"description: {shown(service.description)}", highlight=False)
     console.print(f"source: {shown(service.source)}", highlight=False)
+    if service.parameters_schema is not None:
+        console.print("parameters (JSON Schema):", highlight=False)
+        console.print_json(data=service.parameters_schema)
+    else:
+        console.print("parameters: none described", highlight=False)
+    console.print("metadata (as ingested):", highlight=False)
     console.print_json(data=service.metadata)
 
 
@@ -279,6 +295,6 @@ def remove_command(ctx: typer.Context,
     with open_registry_db(settings, job="services remove") as con, transaction(con):
         removed = Registry(con).remove(service_ids)
     if json_output:
-        print_json({"removed": removed, "ids": service_ids})
+        print_json({"removed": removed, "removed_ids": service_ids})   # named as ingest and sync name them
     else:
         console.print(f"removed {removed} service(s)")

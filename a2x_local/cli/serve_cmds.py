@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import DbOption, settings_for, with_engine_options
 from a2x_local.extras import check
 from a2x_local.llm import EngineOptions
 from a2x_local.serve import ServeOptions, serve_http, serve_stdio
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
 
-@app.command("serve")
+
+@commands.command("serve")
 @with_engine_options
 def serve_command(
     ctx: typer.Context,
@@ -34,6 +37,10 @@ def serve_command(
                                                help="Settings of the LLM methods' token levers: default | published"
                                                     " | lean (default: \\[search] preset; lean for engines billed "
                                                     "per prompt token).")] = None,
+    gateway: Annotated[Path | None, typer.Option("--gateway", show_default=False,
+                                                 help="Gateway file: the MCP servers whose tools clients may call, "
+                                                      "and the profiles (default: \\[gateway] file, else "
+                                                      "$A2X_HOME/gateway.toml when it exists).")] = None,
     db: DbOption = None,
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)
 ) -> None:
@@ -43,9 +50,12 @@ def serve_command(
 
     Concurrent searches share engine rounds. A newly activated tree is served from the next request on.
 
+    With a gateway file, agents also call the registered MCP servers' tools through it (call_service,
+    activate_services, POST /v1/services/ID/call), as its profiles allow (docs/gateway.md).
+
     Example: a2x-local serve --port 8765 --model qwen2.5-7b   (then open http://127.0.0.1:8765/)
     """
-    check("fastapi", "fastapi_offline", "uvicorn", "mcp", "prometheus_client", feature="a2x-local serve")
+    check("fastapi", "fastapi_offline", "uvicorn", "mcp", "jsonschema", "prometheus_client", feature="a2x-local serve")
     settings = settings_for(ctx, db)
     if preset is not None:
         known = list(settings.config.get("search_presets", {}))
@@ -53,7 +63,8 @@ def serve_command(
             raise typer.BadParameter(f"unknown preset '{preset}'; choose one of: {', '.join(known)}",
                                      param_hint="--preset")
         settings = settings.with_overrides("search", preset=preset)
-    options = ServeOptions(host=host, port=port, token=token or None, insecure=insecure, engine=engine_options)
+    options = ServeOptions(host=host, port=port, token=token or None, insecure=insecure, engine=engine_options,
+                           gateway=gateway)
     if stdio:
         serve_stdio(settings, options)
     else:

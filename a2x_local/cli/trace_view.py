@@ -22,25 +22,37 @@ def _node_label(node_id: str, names: dict[str, str], decision: dict[str, Any] | 
             label += "  [yellow](nothing chosen: largest child)[/yellow]"
         if decision.get("capped"):
             label += "  [yellow](answer filled the cap: more may have fitted)[/yellow]"
+        if decision.get("overselected"):
+            kept = len(decision["selected"])
+            label += (f"  [yellow](chose {kept + len(decision['overselected'])} of {len(decision.get('shown', []))}:"
+                      f" too many, the first {kept} in the query's order expanded)[/yellow]")
         if decision.get("error"):
             label += f"  [red]{escape(decision['error'])}[/red]"
     return label
 
 
-def _branch(parent: RichTree, node_id: str, names: dict[str, str], decisions: dict[str, dict[str, Any]]) -> None:
+def _branch(parent: RichTree, node_id: str, names: dict[str, str], decisions: dict[str, dict[str, Any]],
+            cut: frozenset[str] = frozenset()) -> None:
+    if node_id in cut:
+        parent.add(f"[yellow]… {escape(names.get(node_id, node_id))}: not searched, the query's budget was spent"
+                   "[/yellow]")
+        return
     decision = decisions.get(node_id)
     branch = parent.add(_node_label(node_id, names, decision, pruned=False))
     if decision is None:
         return
     for child in decision["selected"]:
-        _branch(branch, child, names, decisions)
+        _branch(branch, child, names, decisions, cut)
     for child in decision["pruned"]:
         branch.add(_node_label(child, names, None, pruned=True))
 
 
 def trace_tree(answer: SearchAnswer) -> RichTree:
     """The walk and the selection calls behind one answer (methods without a trace get a one-line tree)."""
-    trace = answer.trace or {}
+    if answer.trace is None:   # a retrieval method: its title would only say "?, -, 0 rounds"
+        return RichTree(f"[bold]{escape(answer.query)}[/bold]  [dim]no trace: this method makes no model"
+                        " decisions[/dim]")
+    trace = answer.trace
     title = (f"[bold]{escape(answer.query)}[/bold]  [dim]{escape(str(trace.get('method', '?')))},"
              f" {escape(str(trace.get('mode', '-')))}, {answer.rounds} rounds, {answer.calls} calls,"
              f" {answer.prompt_tokens:,} prompt + {answer.completion_tokens:,} completion tokens[/dim]")
@@ -48,8 +60,9 @@ def trace_tree(answer: SearchAnswer) -> RichTree:
     names: dict[str, str] = trace.get("names", {})
     decisions = {d["node"]: d for d in trace.get("decisions", [])}
     visited = trace.get("visited", [])
+    cut = trace.get("budget_cut") or {}
     if visited:
-        _branch(root.add("[bold]descent[/bold]"), visited[0], names, decisions)
+        _branch(root.add("[bold]descent[/bold]"), visited[0], names, decisions, frozenset(cut.get("nodes", [])))
     if trace.get("retrieved"):
         root.add(f"[bold]retrieved[/bold] {escape(', '.join(trace['retrieved']))}")
     calls = trace.get("selection", [])
@@ -66,4 +79,6 @@ def trace_tree(answer: SearchAnswer) -> RichTree:
             if call.get("error"):
                 line += f"  [red]{escape(call['error'])}[/red]"
             selection.add(line)
+    if cut.get("lists"):
+        root.add(f"[yellow]{len(cut['lists'])} lists not offered: the query's budget was spent[/yellow]")
     return root

@@ -10,7 +10,6 @@ import typer
 from rich.table import Table
 from rich.tree import Tree as RichTree
 
-from a2x_local.cli.app import app
 from a2x_local.cli.options import (
     DbOption,
     JsonOption,
@@ -22,6 +21,7 @@ from a2x_local.cli.options import (
     with_engine_options,
 )
 from a2x_local.cli.output import console, err_console, print_json, shown, with_round_progress
+from a2x_local.cli.tables import CUT, REST, Column, print_table
 from a2x_local.errors import UserError
 from a2x_local.lifecycle import PLACEMENTS, run_update
 from a2x_local.llm import EngineOptions
@@ -46,8 +46,11 @@ from a2x_local.taxonomy import (
     to_json,
 )
 
+# This module's commands; the composition root (cli/app.py) adds them to the application.
+commands = typer.Typer()
+
 tree_app = typer.Typer(help="List, inspect, export, import and switch taxonomy trees.", no_args_is_help=True)
-app.add_typer(tree_app, name="tree")
+commands.add_typer(tree_app, name="tree")
 
 _SHOWN = 20  # changes listed by `tree update` and `tree diff` (--json has them all)
 
@@ -65,6 +68,12 @@ def _stale_note(con, build_id: int | None, fingerprint: str) -> str | None:
     return None
 
 
+# Ids, counts and dates whole with their headers, the model name cut, the note in what is left (see `tables`).
+TREE_COLUMNS = (Column("id", justify="right"), Column("kind"), Column("status"), Column("created"),
+                Column("model", CUT, most=40), Column("services", justify="right"),
+                Column("leaves", justify="right"), Column("rounds", justify="right"), Column("note", REST))
+
+
 @tree_app.command("list")
 def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOption = False) -> None:
     """List every build and import, the active one marked.
@@ -79,17 +88,14 @@ def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOptio
     if not records:
         console.print("no trees yet: build one with `a2x-local build --model ALIAS`")
         return
-    table = Table(title="Trees (* = active)")
-    for column in ("id", "kind", "status", "created", "model", "services", "leaves", "rounds", "note"):
-        table.add_column(column, justify="right" if column in ("id", "services", "leaves", "rounds") else "left",
-                         no_wrap=column in ("id", "kind", "status", "created"))
+    rows = []
     for r in records:
         leaves = r.stats.get("tree", {}).get("leaves", "")
         note = r.error or r.source or (f"from tree {r.parent_id}" if r.parent_id is not None else "")
         model = Path(r.model).name if r.model and "/" in r.model else (r.model or "")
-        table.add_row(f"{r.id}{'*' if r.active else ''}", r.kind, r.status, r.created_at.strftime("%m-%d %H:%M"),
-                      shown(model), f"{r.service_count:,}", str(leaves), str(r.rounds), shown(note[:80]))
-    console.print(table)
+        rows.append((f"{r.id}{'*' if r.active else ''}", r.kind, r.status, r.created_at.strftime("%m-%d %H:%M"),
+                     model, f"{r.service_count:,}", str(leaves), str(r.rounds), note[:200]))
+    print_table(console, "Trees (* = active)", TREE_COLUMNS, rows)
 
 
 @tree_app.command("show")
@@ -124,7 +130,7 @@ def show_command(
             continue
         for child in tree.nodes[node_id].children:
             frontier.append((branch.add(_label(tree, child)), child, level + 1))
-    console.print(view)
+    console.print(view, soft_wrap=False)  # soft-wrapped, a tree is cut: wrap it
     if note:
         err_console.print(f"[yellow]note:[/yellow] {note}")
 
@@ -189,6 +195,8 @@ def stats_command(ctx: typer.Context, build_id: TreeIdOption = None, db: DbOptio
         events = [e for e in data["events"] if e.get("what") == kind]
         if events:
             table.add_row(f"steps {kind} (context window)", ", ".join(f"{e['step']} at {e['node']}" for e in events))
+    if data["counters"].get("repeated_text_cut"):
+        table.add_row("texts cut where they repeated themselves", f"{data['counters']['repeated_text_cut']:,}")
     console.print(table)
     if usage.by_label:
         console.print(usage.table(title="Model calls by call type"))
@@ -331,7 +339,7 @@ def update_command(
     load = engine_loader(settings, engine_options, no_cache)
     outcome = with_round_progress(json_output, lambda observer: run_update(
         settings, load_engine=load, model=model_label(settings, engine_options), base_id=base, placement=placement,
-        resplit=resplit, activate=activate, observer=observer))
+        resplit=resplit, activate=activate, observer=observer), command="tree update")
     if json_output:
         print_json(outcome.to_dict())
         return

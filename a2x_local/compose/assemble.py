@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from a2x_local.compose.compatibility import PUBLISHED, KeywordWeights, Profile, feeds, signals
+from a2x_local.compose.coverage import lacks_action
 from a2x_local.compose.relevance import Confidence, Evidence
 from a2x_local.compose.types import Candidate, Edge, PlanStep, Step
 
@@ -184,15 +185,24 @@ def assemble(steps: Sequence[Step], queries: Sequence[str], retrieved: Sequence[
         confidence = scoring.confidence.of(choice.z, choice.compatibility, scoring.alpha, named) if choice else None
         plan_steps.append(PlanStep(
             id=step.id, task=step.task, query=query, group=level[step.id],
-            depends_on=sorted(incoming[step.id], key=order.__getitem__), choice=choice, alternatives=scored[1:],
+            depends_on=sorted(incoming[step.id], key=order.__getitem__), inputs_from=list(step.inputs_from),
+            choice=choice, alternatives=scored[1:],
             confidence=None if confidence is None else round(confidence, 4),
-            low_confidence=confidence is not None and confidence < scoring.confidence.threshold, error=found.error))
+            low_confidence=(confidence is not None and confidence < scoring.confidence.threshold)
+            or _misses_action(step, choice, profiles), error=found.error))
         head = [candidate.id for candidate in scored]
         shown = set(head)
         rankings.append(head + [service_id for service_id in found.ids if service_id not in shown])
     services = list(dict.fromkeys(chosen_by_step[step_id] for group in groups for step_id in group
                                   if step_id in chosen_by_step))
     return Assembly(plan_steps, edges, groups, services, rankings)
+
+
+def _misses_action(step: Step, choice: Candidate | None, profiles: Mapping[str, Profile]) -> bool:
+    """A choice the user did not name whose words never use the step's action (`coverage.lacks_action`)."""
+    if choice is None or choice.named or choice.id not in profiles:
+        return False
+    return lacks_action(step.task, profiles[choice.id].keywords) is not None
 
 
 def merged_ranking(services: Sequence[str], rankings: Sequence[Sequence[str]], depth: int,

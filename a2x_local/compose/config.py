@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, StrictBool, field_validator
 
 from a2x_local.compose.compatibility import SIGNALS
 from a2x_local.settings import SectionConfig
@@ -21,31 +21,31 @@ class ComposeConfig(SectionConfig):
 
     decomposer: DecomposerName
     max_steps: int = Field(ge=1, le=20)
-    step_chars: int = Field(ge=20)
-    request_chars: int = Field(ge=50)
-    max_steps_file_bytes: int = Field(ge=1024)
+    step_chars: int = Field(ge=20, le=2000)
+    request_chars: int = Field(ge=50, le=100_000)
+    max_steps_file_bytes: int = Field(ge=1024, le=1_073_741_824)
     step_method: str
     candidates: int = Field(ge=1, le=100)
     alpha: float = Field(ge=0, le=1)
     signals: tuple[str, ...]
-    probe: bool
-    named_services: bool
+    probe: StrictBool
+    named_services: StrictBool
     neighbour_penalty: float = Field(ge=0, le=10)
-    credit_substitutes: bool
+    credit_substitutes: StrictBool
     ranking_shares: Literal["turns", "confidence"]
     share_floor: float = Field(gt=0, le=1)
-    confidence_z: float
-    confidence_scale: float = Field(gt=0)
+    confidence_z: float = Field(ge=-100.0, le=100.0)
+    confidence_scale: float = Field(gt=0, le=100.0)
     low_confidence: float = Field(ge=0, le=1)
-    rerank: bool
+    rerank: StrictBool
     rerank_candidates: int = Field(ge=2, le=30)
-    sad: bool
+    sad: StrictBool
     sad_hints: int = Field(ge=1, le=100)
     sad_rounds: int = Field(ge=0, le=5)
     sad_stop_jaccard: float = Field(ge=0, le=1)
-    budget_chars_per_token: float = Field(gt=0)
-    temperature: float = Field(ge=0)
-    seed: int
+    budget_chars_per_token: float = Field(gt=0, le=100.0)
+    temperature: float = Field(ge=0, le=2.0)
+    seed: int = Field(ge=0, le=4_294_967_295)
 
     @field_validator("signals")
     @classmethod

@@ -15,14 +15,19 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from a2x_local.compose.assemble import merged_ranking
-from a2x_local.compose.config import DecomposerName
+from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.opening import open_composer
 from a2x_local.compose.planner import Composer, Planned
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions
-from a2x_local.search import MODES, Hit, MethodSpec, ProgressFactory, SearchAnswer, SearchRequest
+from a2x_local.overrides import overrides_of
+from a2x_local.search import MODES, Hit, MethodSpec, ProgressFactory, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.settings import Settings
 
 RANKINGS_KEPT = 10   # per-step candidates an evaluation record keeps (per-step hit@1/5/10)
+
+
+# The `[compose]` keys a run may change, typed and bounded by the table's own fields (compose/config.py).
+_COMPOSE = overrides_of(ComposeConfig)
 
 
 class ComposeOptions(EngineOptions):
@@ -32,14 +37,14 @@ class ComposeOptions(EngineOptions):
     model_config = ConfigDict(extra="allow", frozen=False, arbitrary_types_allowed=True)
 
     engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
-    step_method: str | None = Field(None, description="search method run for every step")
-    decomposer: DecomposerName | None = Field(None, description="auto | model | rule")
+    step_method: _COMPOSE.step_method = None
+    decomposer: _COMPOSE.decomposer = None
     steps_file: str | None = Field(None, description="decompositions from a file instead (see docs/compose.md)")
-    sad: bool | None = Field(None, description="skill-aware re-decomposition (model decomposer)")
-    alpha: float | None = Field(None, ge=0, le=1, description="weight of similarity against compatibility")
-    candidates: int | None = Field(None, ge=1, description="candidates kept per step")
-    max_steps: int | None = Field(None, ge=1, description="most steps per request")
-    rerank: bool | None = Field(None, description="listwise re-ranking of each step's candidates by the model")
+    sad: _COMPOSE.sad = None
+    alpha: _COMPOSE.alpha = None
+    candidates: _COMPOSE.candidates = None
+    max_steps: _COMPOSE.max_steps = None
+    rerank: _COMPOSE.rerank = None
     start_engine: bool | None = Field(None, description="start a model when one is needed and none was given "
                                                         "(false: decompose by the rules, refuse model-only choices)")
 
@@ -58,7 +63,7 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
                         seconds=plan.seconds, trace=trace, error=plan.error, **plan.cost_values())
 
 
-class ComposeSearch:
+class ComposeSearch(SearchMethod):
     """The composer behind the search-method interface."""
 
     name = "compose"

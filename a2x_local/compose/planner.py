@@ -19,10 +19,11 @@ from a2x_local.compose.compatibility import KeywordWeights, Profile, jaccard
 from a2x_local.compose.config import ComposeConfig
 from a2x_local.compose.decompose import ModelDecomposer, prompt_hash
 from a2x_local.compose.naming import NameIndex, put_first
+from a2x_local.compose.references import link_inputs, retrieval_text
 from a2x_local.compose.relevance import Confidence, Evidence, Relevance
 from a2x_local.compose.rerank import Reranker, RerankItem
 from a2x_local.compose.rerank import prompt_hash as rerank_prompt_hash
-from a2x_local.compose.rules import rule_draft, search_text
+from a2x_local.compose.rules import rule_draft
 from a2x_local.compose.sad import copied_steps, hint_ids, hint_names
 from a2x_local.compose.steps_file import StepsBook
 from a2x_local.compose.types import Plan, SadReport, SadRound, Step
@@ -68,8 +69,9 @@ class _Work:
 
     def queries(self) -> list[str]:
         """A one-step plan searches the request itself: a single need behaves exactly like plain search. A step
-        searches its task without the list marker and sequence words it opens with."""
-        return [self.request] if len(self.steps) == 1 else [search_text(step.task) for step in self.steps]
+        searches its task without the list marker and sequence words it opens with, and a step that takes an earlier
+        one's output without its words about that output (`references.retrieval_text`)."""
+        return [self.request] if len(self.steps) == 1 else [retrieval_text(step) for step in self.steps]
 
 
 class StepSearch:
@@ -187,7 +189,7 @@ class Composer:
     def _decompose(self, works: Sequence[_Work]) -> None:
         if self.steps_book is not None:
             for work in works:
-                work.steps = self.steps_book.steps_for(work.request)
+                work.steps = link_inputs(self.steps_book.steps_for(work.request))
             return
         if self.model is None:
             drafts = [rule_draft(work.request) for work in works]
@@ -196,7 +198,7 @@ class Composer:
             if questions and self.relevance is not None and self.config.probe:
                 answers = dict(zip(questions, self.relevance.probe(questions), strict=True))
             for work, draft in zip(works, drafts, strict=True):
-                work.steps = draft.steps(self.config.max_steps, answers)
+                work.steps = link_inputs(draft.steps(self.config.max_steps, answers))
             return
         outcomes = self.model.decompose([w.request for w in works], [w.ledger for w in works])
         for work, outcome in zip(works, outcomes, strict=True):
@@ -205,7 +207,7 @@ class Composer:
                 work.failed = True
                 work.notes.append(f"decomposition failed ({outcome.error}); the request was searched as one step")
             else:
-                work.steps = outcome.steps
+                work.steps = link_inputs(outcome.steps)
                 work.notes += outcome.repairs
 
     def _sad(self, works: Sequence[_Work], search: StepSearch, depth: int) -> None:
@@ -233,7 +235,7 @@ class Composer:
                     work.sad.rounds.append(SadRound(round=number, hints=names, steps=outcome.steps, kept=False,
                                                     reason=f"steps {', '.join(copies)} copy service names"))
                     continue
-                work.steps = outcome.steps
+                work.steps = link_inputs(outcome.steps)
                 work.notes += outcome.repairs
                 work.sad.rounds.append(SadRound(round=number, hints=names, steps=outcome.steps, kept=True))
                 trying.append(work)
@@ -364,9 +366,8 @@ class Composer:
 
     def describe(self) -> dict[str, Any]:
         """What makes two composers plan alike (recorded with evaluation runs)."""
-        describe = getattr(self.method, "describe", None)
         return {"method": "compose", "decomposer": self.label, "step_method": self.method_name,
-                "step": describe() if callable(describe) else {"method": self.method_name},
+                "step": self.method.describe(),
                 "config": self.config.model_dump(), "prompts": prompt_hash()[:16],
                 "rerank_prompt": rerank_prompt_hash()[:16] if self.reranker is not None else None,
                 "similarity": self.relevance.model if self.relevance is not None else None,

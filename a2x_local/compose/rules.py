@@ -15,7 +15,9 @@
 - a piece too short to search on its own ("Then, thanks.") joins the one before; past ``max_steps`` the rest joins
   the last step.
 Sequence markers, numbered lists, conditions and references back ("... and send it") make a step depend on the step
-before; additive markers ("also", "另外") and bullets do not. Every word of the request ends up in exactly one step.
+before; additive markers ("also", "另外") and bullets do not. Every word of the request ends up in exactly one step,
+but for the connectors that open a step ("and", "then", "also", a list marker): they join steps, they are no part of
+a task ("and email it to my team" is the task "email it to my team").
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ class Draft:
                 sized.append(unit)
         if len(sized) <= 1:
             return [Step(id="s1", task=task_text(self.request))]
-        return [Step(id=f"s{number}", task=task_text(unit.text),
+        return [Step(id=f"s{number}", task=search_text(task_text(unit.text)),
                      depends_on=[f"s{number - 1}"] if unit.ordered and number > 1 else [])
                 for number, unit in enumerate(sized, start=1)]
 

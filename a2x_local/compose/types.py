@@ -24,6 +24,8 @@ class Step(_Data):
     id: str
     task: str
     depends_on: list[str] = Field(default_factory=list)
+    inputs_from: list[str] = Field(default_factory=list, description="earlier steps whose output this step takes "
+                                   "(it refers back: \"email it\", \"translate them\"); each is in depends_on too")
 
 
 class Candidate(_Data):
@@ -65,6 +67,8 @@ class PlanStep(_Data):
     task: str
     query: str = Field(description="the text searched: the task, or the whole request for a one-step plan")
     depends_on: list[str] = Field(default_factory=list, description="earlier steps it needs (edges into it)")
+    inputs_from: list[str] = Field(default_factory=list, description="earlier steps whose output it takes as its "
+                                   "input (it refers back to them: \"email it to my team\")")
     group: int = Field(description="parallel group (topological level, from 1): steps of a group can run together")
     choice: Candidate | None = None
     alternatives: list[Candidate] = Field(default_factory=list)

@@ -2,6 +2,7 @@
 install.sh) and model archives with manifests, packed on a connected machine and verified on the far side."""
 
 from a2x_local.delivery.bundle import BundleRequest, build_bundle
+from a2x_local.delivery.model_files import check_name as check_model_name
 from a2x_local.delivery.model_pack import ModelToPack, pack_model, verify_model
 from a2x_local.delivery.pins import TARGETS
 
@@ -10,6 +11,7 @@ __all__ = [
     "BundleRequest",
     "ModelToPack",
     "build_bundle",
+    "check_model_name",
     "pack_model",
     "verify_model",
 ]

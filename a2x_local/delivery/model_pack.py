@@ -4,6 +4,12 @@ folder was checked with), and the check of such an archive or of the folder it u
 The archive is an uncompressed tar (weights do not compress) holding `NAME/...` and `NAME/a2x-model-manifest.json`;
 the same manifest is written beside it, to read without opening the archive. Hashes are read in 1 MiB blocks, so a
 32B model is checked at disk speed with little memory.
+
+Both sides hold the rules of `model_files.py` (what a model folder may hold) and `model_manifest.py` (a manifest is
+bounded, checked input). An archive is intact only when every member is a regular file or folder strictly inside
+`NAME/`, listed once, with the manifest's size and hash; sizes are compared with the tar headers (and the archive's
+own size) before anything is hashed, so a small archive that claims a terabyte is refused at once, and at most
+`MAX_MEMBERS` members are read and `MAX_PROBLEMS` problems listed (with a count of the rest).
 """
 
 from __future__ import annotations
@@ -16,16 +22,40 @@ import tarfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any
 
-from a2x_local.errors import UserError
+from a2x_local.delivery.model_files import (
+    MANIFEST,
+    MAX_FILES,
+    check_name,
+    inside,
+    is_model_file,
+    is_weight_file,
+    name_problem,
+    path_problem,
+    walk_model,
+)
+from a2x_local.delivery.model_manifest import (
+    FORMAT,
+    MANIFEST_MAX_BYTES,
+    SIZE_HINT,
+    Manifest,
+    decode,
+    parse_manifest,
+    read_manifest,
+)
+from a2x_local.errors import InputError, UserError
+from a2x_local.jsonfiles import open_regular
 
-MANIFEST = "a2x-model-manifest.json"
-FORMAT = "a2x-model-pack"
 _BLOCK = 1 << 20
-# The hub's download bookkeeping (`hf download --local-dir` writes .cache/huggingface/): not part of the model.
-_SKIPPED_DIRS = {".cache"}
+MAX_MEMBERS = MAX_FILES          # members of one archive (files and folders), the manifest besides
+MAX_PROBLEMS = 100               # problems listed by one verify; the rest are counted
+_TAIL_MAX = 1 << 20              # the zero blocks a tar ends with (10 KiB from tarfile and GNU tar's defaults)
+_COPY_HINT = "copy the archive again from the connected machine, or pack the model again there"
+_MEMBER_KINDS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE:
+                 "a character device", tarfile.BLKTYPE: "a block device", tarfile.FIFOTYPE: "a named pipe (FIFO)",
+                 tarfile.CONTTYPE: "a contiguous file", tarfile.GNUTYPE_SPARSE: "a sparse member"}
 
 Tick = Callable[[int], None]  # called with the bytes just read
 Progress = Callable[[str, int], Tick]  # (label, total bytes) -> a tick for one progress bar
@@ -56,19 +86,35 @@ class VerifyReport:
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    more_problems: int = 0       # problems past MAX_PROBLEMS, counted only
+    more_warnings: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.more_problems
+
+    def problem(self, text: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+        else:
+            self.more_problems += 1
+
+    def warning(self, text: str) -> None:
+        if len(self.warnings) < MAX_PROBLEMS:
+            self.warnings.append(text)
+        else:
+            self.more_warnings += 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "name": self.name, "alias": self.alias, "files": self.files,
-                "bytes": self.bytes, "ok": self.ok, "problems": self.problems, "warnings": self.warnings}
+                "bytes": self.bytes, "ok": self.ok, "problems": self.problems, "more_problems": self.more_problems,
+                "warnings": self.warnings, "more_warnings": self.more_warnings}
 
 
-def _digest(stream: IO[bytes], tick: Tick | None) -> tuple[str, int]:
+def _digest(stream: IO[bytes], tick: Tick | None, limit: int | None = None) -> tuple[str, int]:
+    """SHA-256 and size of what ``stream`` holds (at most ``limit`` bytes of it)."""
     digest, size = hashlib.sha256(), 0
-    while block := stream.read(_BLOCK):
+    while block := stream.read(_BLOCK if limit is None else min(_BLOCK, limit - size)):
         digest.update(block)
         size += len(block)
         if tick:
@@ -76,141 +122,313 @@ def _digest(stream: IO[bytes], tick: Tick | None) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def model_files(folder: Path) -> list[Path]:
-    """Every regular file of the model folder (links followed), relative, sorted; the hub's .cache left out."""
-    found = []
-    for root, dirs, files in os.walk(folder, followlinks=True):
-        rel_root = Path(root).relative_to(folder)
-        dirs[:] = sorted(d for d in dirs if not (rel_root == Path(".") and d in _SKIPPED_DIRS))
-        found += [rel_root / name for name in files if (Path(root) / name).is_file() and name != MANIFEST]
-    return sorted(found)
+def _listed(problems: list[str], limit: int = 5) -> str:
+    shown = "; ".join(problems[:limit])
+    return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
+
+
+def _create(path: Path) -> IO[bytes]:
+    """A new file opened for writing; refused when anything (a file, a link, a pipe) already lies at ``path``, so
+    what is removed after a failure is only ever what this pack created."""
+    try:
+        return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
+                         "wb")
+    except FileExistsError as exc:
+        raise UserError(f"{path} already exists (left by an earlier pack?)",
+                        hint="remove it, or pack into another folder (--out)") from exc
 
 
 def pack_model(model: ModelToPack, out_dir: Path, progress: Progress | None = None) -> PackReport:
     """Write ``out_dir/NAME.tar`` and ``out_dir/NAME.manifest.json``; nothing is left half-written."""
+    name = check_name(model.name)
     folder = model.folder
     if not folder.is_dir():
         raise UserError(f"{folder}: no such model folder", hint="give a model folder or an alias whose folder exists")
-    files = model_files(folder)
+    walk = walk_model(folder)
+    if walk.problems:
+        raise UserError(f"{folder}: cannot pack this model folder: {_listed(walk.problems)}",
+                        hint="a model folder holds regular files and folders (a link to a file inside it is "
+                             "followed); copy what a link or special file stands for into the folder, or remove it")
+    files = walk.files
     if not files:
         raise UserError(f"{folder}: the model folder has no files", hint="check the path")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    archive, manifest_path = out_dir / f"{model.name}.tar", out_dir / f"{model.name}.manifest.json"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"{out_dir}: not a folder; --out names the folder the archive is written to",
+                        hint="give a folder (it is created when missing)")
+    archive, manifest_path = out_dir / f"{name}.tar", out_dir / f"{name}.manifest.json"
     for path in (archive, manifest_path):
-        if path.exists():
+        if os.path.lexists(path):
             raise UserError(f"{path} already exists", hint="remove it, or pack into another folder (--out)")
-    tick = progress(f"hashing {model.name}", sum((folder / rel).stat().st_size for rel in files)) if progress else None
+    sources = {rel: inside(folder, rel) for rel in files}
+    tick = progress(f"hashing {name}", sum(p.stat().st_size for p in sources.values() if p)) if progress else None
     entries = []
     for rel in files:
-        with (folder / rel).open("rb") as stream:
+        with os.fdopen(open_regular(sources[rel] or folder / rel), "rb") as stream:
             sha, size = _digest(stream, tick)
-        entries.append({"path": rel.as_posix(), "bytes": size, "sha256": sha})
-    manifest = {"format": FORMAT, "version": 1, "name": model.name, "alias": model.alias,
+        entries.append({"path": rel, "bytes": size, "sha256": sha})
+    manifest = {"format": FORMAT, "version": 1, "name": name, "alias": model.alias,
                 "checked_with": model.checked_with, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "files": entries, "total_bytes": sum(e["bytes"] for e in entries)}
-    text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
-    partial = archive.with_name(archive.name + ".partial")
+    data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     try:
-        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT, dereference=True) as tar:
-            for entry in entries:
-                tar.add(folder / entry["path"], arcname=f"{model.name}/{entry['path']}", recursive=False)
-            info = tarfile.TarInfo(f"{model.name}/{MANIFEST}")
-            data = text.encode("utf-8")
-            info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
-            tar.addfile(info, io.BytesIO(data))
-        manifest_path.write_text(text, encoding="utf-8")
-        partial.replace(archive)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        manifest_path.unlink(missing_ok=True)
-        raise
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{out_dir}: cannot create the folder for the archive: {exc.strerror or exc}",
+                        hint="give --out a folder you can write") from exc
+    partials = [archive.with_name(archive.name + ".partial"), manifest_path.with_name(manifest_path.name + ".partial")]
+    created: list[Path] = []
+    try:
+        with _create(partials[0]) as raw:
+            created.append(partials[0])
+            _write_archive(raw, name, entries, sources, folder, data)
+        with _create(partials[1]) as raw:
+            created.append(partials[1])
+            raw.write(data)
+        partials[1].replace(manifest_path)
+        created[1] = manifest_path
+        partials[0].replace(archive)
+    except OSError as exc:
+        raise UserError(f"{archive}: cannot write the archive: {exc.strerror or exc}",
+                        hint="check the free space and permissions of --out; nothing was left there") from exc
+    finally:
+        if not archive.exists() or partials[0].exists():
+            for path in created:
+                path.unlink(missing_ok=True)
     return PackReport(archive, manifest_path, len(entries), manifest["total_bytes"])
 
 
-def _load_manifest(text: bytes | str, where: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UserError(f"{where}: the manifest is not valid JSON ({exc})", hint="pack the model again") from exc
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), list):
-        raise UserError(f"{where}: not an a2x-local model manifest",
-                        hint="pack the folder with `a2x-local models pack`")
-    return data
+def _write_archive(raw: IO[bytes], name: str, entries: list[dict[str, Any]], sources: dict[str, Path | None],
+                   folder: Path, manifest: bytes) -> None:
+    """The tar: each file as a regular member of exactly the size hashed, then the manifest."""
+    now = int(time.time())
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for entry in entries:
+            with os.fdopen(open_regular(sources[entry["path"]] or folder / entry["path"]), "rb") as stream:
+                stat = os.fstat(stream.fileno())
+                if stat.st_size != entry["bytes"]:
+                    raise UserError(f"{folder / entry['path']}: changed while it was packed",
+                                    hint="pack again when nothing writes into the model folder")
+                info = tarfile.TarInfo(f"{name}/{entry['path']}")
+                info.size, info.mtime, info.mode = entry["bytes"], int(stat.st_mtime), 0o644
+                tar.addfile(info, stream)
+        info = tarfile.TarInfo(f"{name}/{MANIFEST}")
+        info.size, info.mtime, info.mode = len(manifest), now, 0o644
+        tar.addfile(info, io.BytesIO(manifest))
 
 
 def verify_model(path: Path, progress: Progress | None = None) -> VerifyReport:
     """Check every file of a packed model (an archive, or the folder it was unpacked to) against its manifest:
-    present, the same size, the same SHA-256. Each problem names the file."""
+    present, the same size, the same SHA-256, nothing outside the folder and nothing but regular files. Each
+    problem names the file."""
     if path.is_dir():
         return _verify_folder(path, progress)
-    if path.is_file() and tarfile.is_tarfile(path):
+    if path.is_file():
         return _verify_archive(path, progress)
     raise UserError(f"{path}: neither a model archive (.tar) nor a model folder",
                     hint="give the NAME.tar that `models pack` wrote, or the folder it was unpacked to")
 
 
-def _expected(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {entry["path"]: entry for entry in manifest["files"]}
+def _required(report: VerifyReport, manifest: Manifest) -> None:
+    """A manifest that lists no model (no config, no weights) vouches for nothing."""
+    paths = [entry.path for entry in manifest.files]
+    if "config.json" not in paths:
+        report.problem("the manifest lists no config.json: this is no packed model")
+    if not any(is_weight_file(path) for path in paths):
+        report.problem("the manifest lists no weight files (*.safetensors, ...): this is no packed model")
 
 
-def _compare(report: VerifyReport, rel: str, entry: dict[str, Any], sha: str, size: int) -> None:
+def _compare(report: VerifyReport, rel: str, expected: int, sha: str, size: int, want: str) -> None:
     report.files += 1
     report.bytes += size
-    if size != entry["bytes"]:
-        report.problems.append(f"{rel}: {size:,} bytes, the manifest says {entry['bytes']:,} (truncated or changed)")
-    elif sha != entry["sha256"]:
-        report.problems.append(f"{rel}: SHA-256 {sha[:16]}... differs from the manifest's {entry['sha256'][:16]}..."
-                               " (damaged or changed)")
+    if size != expected:
+        report.problem(f"{rel}: {size:,} bytes, the manifest says {expected:,} (truncated or changed)")
+    elif sha != want:
+        report.problem(f"{rel}: SHA-256 {sha[:16]}... differs from the manifest's {want[:16]}... (damaged or changed)")
 
 
 def _verify_folder(folder: Path, progress: Progress | None) -> VerifyReport:
     manifest_file = folder / MANIFEST
-    if not manifest_file.is_file():
+    if not os.path.lexists(manifest_file):
         raise UserError(f"{folder}: no {MANIFEST} in the folder",
                         hint="verify the archive `models pack` wrote, or a folder unpacked from one")
-    manifest = _load_manifest(manifest_file.read_bytes(), str(manifest_file))
-    report = VerifyReport(folder, manifest.get("name", folder.name), manifest.get("alias"))
-    expected = _expected(manifest)
-    tick = progress(f"checking {report.name}", int(manifest.get("total_bytes") or 0)) if progress else None
-    for rel, entry in expected.items():
-        file = folder / PurePosixPath(rel)
-        if not file.is_file():
-            report.problems.append(f"{rel}: missing")
+    manifest = read_manifest(manifest_file)
+    report = VerifyReport(folder, manifest.name, manifest.alias)
+    _required(report, manifest)
+    walk = walk_model(folder)
+    for problem in walk.problems:
+        report.problem(problem)
+    found = set(walk.files)
+    tick = progress(f"checking {report.name}", manifest.total_bytes) if progress else None
+    for entry in manifest.files:
+        rel = entry.path
+        if rel not in found:
+            gone = not os.path.lexists(folder / rel)
+            report.problem(f"{rel}: missing" if gone else f"{rel}: not a regular file inside the model folder")
             continue
-        with file.open("rb") as stream:
-            sha, size = _digest(stream, tick)
-        _compare(report, rel, entry, sha, size)
-    extra = sorted({p.as_posix() for p in model_files(folder)} - set(expected))
-    report.warnings += [f"{rel}: not in the manifest (added after packing?)" for rel in extra]
+        real = inside(folder, rel)
+        try:
+            stream = os.fdopen(open_regular(real or folder / rel), "rb")
+        except UserError as exc:
+            report.problem(f"{rel}: {exc.message}")
+            continue
+        with stream:
+            size = os.fstat(stream.fileno()).st_size
+            if size != entry.bytes:    # no need to read it: the size alone says it changed
+                _compare(report, rel, entry.bytes, "", size, entry.sha256)
+                continue
+            sha, size = _digest(stream, tick, limit=entry.bytes + 1)
+        _compare(report, rel, entry.bytes, sha, size, entry.sha256)
+    expected = manifest.by_path()
+    for rel in sorted(found - set(expected)):
+        if is_model_file(rel):
+            report.problem(f"{rel}: a model file the manifest does not list (added or replaced after packing?)")
+        else:
+            report.warning(f"{rel}: not in the manifest (added after packing?)")
     return report
+
+
+def _kind(member: tarfile.TarInfo) -> str:
+    return "a sparse member" if member.issparse() else _MEMBER_KINDS.get(member.type, f"of tar type {member.type!r}")
 
 
 def _verify_archive(archive: Path, progress: Progress | None) -> VerifyReport:
-    with tarfile.open(archive, "r:") as tar:
-        members = tar.getmembers()
-        manifests = [m for m in members if PurePosixPath(m.name).name == MANIFEST and m.name.count("/") == 1]
-        if len(manifests) != 1:
-            raise UserError(f"{archive}: the archive has no {MANIFEST}", hint="pack the model with `models pack`")
-        name = manifests[0].name.split("/")[0]
-        handle = tar.extractfile(manifests[0])
-        manifest = _load_manifest(handle.read() if handle else b"", f"{archive}:{manifests[0].name}")
-        report = VerifyReport(archive, manifest.get("name", name), manifest.get("alias"))
-        expected = _expected(manifest)
-        tick = progress(f"checking {report.name}", int(manifest.get("total_bytes") or 0)) if progress else None
-        seen = set()
-        for member in members:
-            if member is manifests[0]:
-                continue
-            rel = member.name[len(name) + 1:] if member.name.startswith(name + "/") else member.name
-            if not member.isfile() or rel not in expected:
-                report.problems.append(f"{member.name}: in the archive but not in the manifest")
-                continue
-            stream = tar.extractfile(member)
-            sha, size = _digest(stream, tick) if stream else ("", 0)
-            _compare(report, rel, expected[rel], sha, size)
-            seen.add(rel)
-        report.problems += [f"{rel}: missing from the archive" for rel in sorted(set(expected) - seen)]
+    with os.fdopen(open_regular(archive), "rb") as raw:
+        size = os.fstat(raw.fileno()).st_size
+        try:
+            tar = tarfile.open(fileobj=raw, mode="r:")  # noqa: SIM115  (closed below; the open alone can fail)
+        except tarfile.TarError as exc:
+            raise UserError(f"{archive}: neither a model archive (.tar) nor a model folder ({exc})",
+                            hint="give the NAME.tar that `models pack` wrote, or the folder unpacked from it") from exc
+        with tar:
+            try:
+                return _check_archive(archive, tar, raw, size, progress)
+            except (tarfile.TarError, EOFError) as exc:
+                raise InputError(str(archive), f"cannot be read as a tar archive ({exc}): damaged or truncated",
+                                 hint=_COPY_HINT) from exc
+
+
+def _members(archive: Path, tar: tarfile.TarFile, size: int) -> list[tarfile.TarInfo]:
+    """The archive's members (headers only, at most MAX_MEMBERS); a header whose data would end past the archive
+    is refused at once: tarfile would take the end of the file for the end of the archive and hide what follows."""
+    members = []
+    for member in tar:
+        members.append(member)
+        if len(members) > MAX_MEMBERS + 1:
+            raise InputError(str(archive), f"holds more than {MAX_MEMBERS:,} members; a packed model holds one per "
+                             "file (a few hundred at most)", hint=_COPY_HINT)
+        if member.isreg() and not member.issparse() and member.offset_data + member.size > size:
+            raise InputError(str(archive), f"the archive ends inside this member (its header says {member.size:,} "
+                             f"bytes, {max(0, size - member.offset_data):,} follow): truncated or damaged",
+                             entry=member.name, hint=_COPY_HINT)
+    return members
+
+
+def _read_manifest_member(archive: Path, tar: tarfile.TarFile, members: list[tarfile.TarInfo],
+                          size: int) -> tuple[tarfile.TarInfo, Manifest]:
+    """The one `NAME/a2x-model-manifest.json` member, read bounded by its header before any byte of it."""
+    found = [m for m in members if m.name.count("/") == 1 and m.name.endswith(f"/{MANIFEST}")]
+    if not found:
+        raise UserError(f"{archive}: the archive has no {MANIFEST}", hint="pack the model with `models pack`")
+    if len(found) > 1:
+        raise InputError(str(archive), f"holds {len(found)} manifests ({', '.join(m.name for m in found[:3])})",
+                         hint=_COPY_HINT)
+    member = found[0]
+    name = member.name.split("/")[0]
+    problem = name_problem(name)
+    if problem is not None:
+        raise InputError(str(archive), f"the archive's folder {name[:200]!r} {problem}", entry=member.name,
+                         hint="this archive was not written by `models pack`: do not unpack it")
+    if not member.isreg() or member.issparse():
+        raise InputError(str(archive), f"the manifest is {_kind(member)}, not a regular file", entry=member.name,
+                         hint=_COPY_HINT)
+    if member.size > MANIFEST_MAX_BYTES:
+        raise InputError(str(archive), f"the manifest is {member.size:,} bytes, over the limit of "
+                         f"{MANIFEST_MAX_BYTES:,}", entry=member.name, hint=SIZE_HINT)
+    if member.offset_data + member.size > size:
+        raise InputError(str(archive), "the archive ends inside the manifest: truncated", entry=member.name,
+                         hint=_COPY_HINT)
+    stream = tar.extractfile(member)
+    data = stream.read(member.size) if stream is not None else b""
+    where = f"{archive}:{member.name}"
+    return member, parse_manifest(decode(data, where), where)
+
+
+def _check_archive(archive: Path, tar: tarfile.TarFile, raw: IO[bytes], size: int,
+                   progress: Progress | None) -> VerifyReport:
+    members = _members(archive, tar, size)
+    manifest_member, manifest = _read_manifest_member(archive, tar, members, size)
+    name = manifest_member.name.split("/")[0]
+    report = VerifyReport(archive, manifest.name, manifest.alias)
+    if manifest.name != name:
+        report.problem(f"the manifest names the model {manifest.name!r}, the archive's folder is {name!r}")
+    _required(report, manifest)
+    if manifest.total_bytes > size:
+        report.problem(f"the manifest lists {manifest.total_bytes:,} bytes of files, the archive is {size:,} bytes:"
+                       " truncated, or not what it claims")
+    expected = manifest.by_path()
+    tick = progress(f"checking {report.name}", manifest.total_bytes) if progress else None
+    seen: set[str] = set()
+    for member in members:
+        if member is not manifest_member:
+            _check_member(report, tar, member, name, expected, seen, size, tick)
+    for rel in sorted(set(expected) - seen):
+        report.problem(f"{rel}: missing from the archive")
+    _check_tail(report, raw, tar.offset, size)
     beside = archive.with_name(archive.name.removesuffix(".tar") + ".manifest.json")
-    if beside.is_file() and _load_manifest(beside.read_bytes(), str(beside))["files"] != manifest["files"]:
-        report.problems.append(f"{beside.name}: differs from the manifest inside the archive")
+    if os.path.lexists(beside) and read_manifest(beside).files != manifest.files:
+        report.problem(f"{beside.name}: differs from the manifest inside the archive")
     return report
+
+
+def _check_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.TarInfo, name: str,
+                  expected: dict[str, Any], seen: set[str], size: int, tick: Tick | None) -> None:
+    """One member: inside NAME/, a folder or a regular file listed once, with the manifest's size (checked against
+    the header and the archive's size before a byte is hashed) and hash."""
+    shown = member.name
+    if shown == name and member.isdir():      # the folder itself (GNU tar writes it first)
+        return
+    if not shown.startswith(f"{name}/"):
+        report.problem(f"{shown}: outside the archive's folder {name}/ (it would unpack elsewhere)")
+        return
+    rel = shown[len(name) + 1:]
+    problem = path_problem(rel)
+    if problem is not None:
+        report.problem(f"{shown}: {problem}")
+        return
+    if member.isdir():
+        return
+    if not member.isreg() or member.issparse():
+        report.problem(f"{shown}: is {_kind(member)}, not a regular file; a packed model holds only regular files "
+                       "and folders")
+        return
+    if rel in seen:
+        report.problem(f"{rel}: appears twice in the archive (the second would replace the first)")
+        return
+    seen.add(rel)
+    entry = expected.get(rel)
+    if entry is None:
+        report.problem(f"{shown}: in the archive but not in the manifest")
+        return
+    if member.size != entry.bytes:
+        report.problem(f"{rel}: {member.size:,} bytes in the archive, the manifest says {entry.bytes:,}")
+        return
+    if member.offset_data + member.size > size:
+        report.problem(f"{rel}: truncated: the archive ends {size - member.offset_data:,} bytes into its "
+                       f"{member.size:,}")
+        return
+    stream = tar.extractfile(member)
+    sha, got = _digest(stream, tick, limit=member.size) if stream is not None else ("", 0)
+    _compare(report, rel, entry.bytes, sha, got, entry.sha256)
+
+
+def _check_tail(report: VerifyReport, raw: IO[bytes], end: int, size: int) -> None:
+    """After the last member a tar holds only zero blocks; anything else is a cut-off or hidden member."""
+    tail = size - end
+    if tail <= 0:
+        return
+    if tail > _TAIL_MAX:
+        report.problem(f"{tail:,} bytes follow the archive's last member: damaged, or members hidden after its end")
+        return
+    raw.seek(end)
+    if raw.read(tail).strip(b"\0"):
+        report.problem(f"the archive's last {tail:,} bytes are not a whole member: truncated or damaged")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -40,9 +40,9 @@ class EvaluationConfig(SectionConfig):
 
     section: ClassVar[str] = "evaluation"
 
-    batch_size: int = Field(ge=1)
-    ks: list[int]
-    percent_ks: list[float]
+    batch_size: int = Field(ge=1, le=100_000)
+    ks: list[Annotated[int, Field(ge=1, le=100_000)]] = Field(min_length=1, max_length=100)
+    percent_ks: list[Annotated[float, Field(gt=0, le=1)]] = Field(max_length=100)
     missing_tools: Literal["exclude", "strict"]
     runs_dir: str
 
@@ -204,7 +204,7 @@ class Evaluation:
     def run(self, method: SearchMethod, queries: Sequence[Query],
             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
         """Answer every query not yet finished, batch by batch; return the records of ``queries`` in order."""
-        ranked = bool(getattr(method, "ranked", True))
+        ranked = method.ranked
         depth = self.depth(ranked)
         todo = [query for query in queries if query.id not in self.done]
         with open_append(self.results_path, what="run's results") as out:

@@ -52,6 +52,7 @@ def preset_row(name: str, summary: dict[str, Any], used: Any, *, cold: bool) -> 
     """One preset's scores and costs per answered query; ``used`` is the engine's usage during its run."""
     answered = max(1, summary["queries"]["answered"])
     cached = used.prefix_cached_tokens
+    bias = summary.get("position_bias") or {}
     return {
         "preset": name, "hit": summary["hit_rate"], "recall": summary["recall"],
         "scored": summary["queries"]["scored"], "errors": summary["queries"]["errors"],
@@ -60,4 +61,11 @@ def preset_row(name: str, summary: dict[str, Any], used: Any, *, cold: bool) -> 
         "computed_tokens_per_query": (used.prompt_tokens - cached + used.completion_tokens) / answered,
         "completion_tokens_per_query": used.completion_tokens / answered,
         "calls_per_query": used.calls / answered, "cold_cache": cold, "run_dir": summary["run_dir"],
+        # How the model chose (the first option's share against a blind choice's) and what held it in check.
+        "choices": bias.get("choices", 0), "first_option_share": bias.get("first_option_share"),
+        "uniform_share": bias.get("uniform_share"), "favoured_position": bias.get("favoured_position"),
+        "favoured_share": bias.get("favoured_share"), "by_position": bool(bias.get("by_position")),
+        "overselected_answers": summary.get("overselected_answers", 0),
+        "budget_cut_requests": summary.get("budget_cut_requests", 0),
+        "truncated_answers": summary.get("truncated_answers", 0),
     }

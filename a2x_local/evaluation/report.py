@@ -58,6 +58,7 @@ def render_report(summary: dict[str, Any], plot_name: str | None = None) -> str:
         ])
     lines += _size_lines(summary)
     lines += _decomposition_lines(summary.get("decomposition"))
+    lines += _decision_lines(summary)
     notes = []
     if queries["skipped_no_correct_in_registry"]:
         notes.append(f"{len(queries['skipped_no_correct_in_registry'])} queries have no correct service in the "
@@ -75,11 +76,69 @@ def render_report(summary: dict[str, Any], plot_name: str | None = None) -> str:
         notes.append(f"{summary['capped_answers']} model answers in {summary['queries_with_capped_answers']} queries"
                      " filled a cap smaller than the list offered ([search] max_children_selected /"
                      " max_services_selected): items beyond the cap may have been cut")
+    notes += guard_notes(summary)
     if notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     if plot_name:
         lines += ["", f"![hit and recall versus k]({plot_name})"]
     return "\n".join(lines) + "\n"
+
+
+def position_verdict(bias: dict[str, Any]) -> str:
+    """One plain sentence on how the model chose among the options shown."""
+    numbers = (f"it took the first option shown in {pct(bias['first_option_share'])}% of its {bias['choices']:,}"
+               f" choices, where a choice blind to position would take it in {pct(bias['uniform_share'])}%")
+    favoured = bias.get("favoured_position", 1)
+    if favoured != 1:
+        numbers += (f"; option {favoured} in {pct(bias['favoured_share'])}%, where a blind choice would take it in"
+                    f" {pct(bias['favoured_blind_share'])}%")
+    if bias["by_position"]:
+        return (f"**The model is choosing by position, not by meaning**: {numbers}. Its hits say little about the"
+                " tree or the request; `[search] option_order = \"shuffled\"` at least spreads its choices over the"
+                " branches (docs/evaluation.md, Position bias).")
+    if bias["choices"] < bias["rule"]["min_choices"]:
+        return f"Too few choices to tell whether the model chooses by position: {numbers}."
+    return f"The model does not choose by position (by the rule of docs/evaluation.md): {numbers}."
+
+
+def guard_notes(summary: dict[str, Any]) -> list[str]:
+    """Notes on what held the model in check: over-selections, budget cuts, answers cut off at their budget."""
+    notes = []
+    if summary.get("overselected_answers"):
+        notes.append(f"{summary['overselected_answers']} descent answers in"
+                     f" {summary['queries_with_overselected_answers']} queries chose too many of a node's options"
+                     " ([search] overselect_share): only overselect_keep of each were expanded, those the retrieval"
+                     " ranking (else the size) put first")
+    if summary.get("budget_cut_requests"):
+        notes.append(f"{summary['budget_cut_requests']} model requests of {summary['queries_over_budget']} queries"
+                     " were not sent: the query's budget ([search] max_calls_per_query, max_prompt_tokens_per_query)"
+                     " was spent")
+    if summary.get("truncated_answers"):
+        notes.append(f"{summary['truncated_answers']} answers were cut off at their token budget (a model that"
+                     " writes on; each was retried once with a larger budget)")
+    return notes
+
+
+def decision_notes(summary: dict[str, Any]) -> list[str]:
+    """What a terminal shows under a run's numbers: how the model chose, and what held it in check."""
+    bias = summary.get("position_bias")
+    return ([position_verdict(bias).replace("**", "")] if bias else []) + guard_notes(summary)
+
+
+def _decision_lines(summary: dict[str, Any]) -> list[str]:
+    """How the model chose: the first option's share against a blind choice's, and the verdict."""
+    bias = summary.get("position_bias")
+    if not bias:
+        return []
+    return ["", "## Model decisions", "",
+            *_table(["choices", "took the first option %", "blind to position %", "favoured position (% / blind %)",
+                     "excess", "over-selected", "budget cuts", "cut off"],
+                    [[f"{bias['choices']:,}", pct(bias["first_option_share"]), pct(bias["uniform_share"]),
+                      f"{bias.get('favoured_position', 1)} ({pct(bias.get('favoured_share', 0))} /"
+                      f" {pct(bias.get('favoured_blind_share', 0))})",
+                      num(bias["excess"], 2), str(summary.get("overselected_answers", 0)),
+                      str(summary.get("budget_cut_requests", 0)), str(summary.get("truncated_answers", 0))]]),
+            "", position_verdict(bias)]
 
 
 def _size_lines(summary: dict[str, Any]) -> list[str]:
@@ -168,8 +227,38 @@ def compare_row(summary: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _distinct(summaries: Sequence[dict[str, Any]], value: Any) -> list[tuple[str, Any]]:
+    seen = [(summary["label"], value(summary)) for summary in summaries]
+    return seen if len({repr(v) for _, v in seen}) > 1 else []
+
+
+def comparability(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """Why runs put side by side do not measure the same thing: a different k, query set or registry. Empty when
+    they do. A k=5 run on 100 queries beside a k=10 run on 864 reads as a comparison and is none."""
+    notes = []
+    ks = _distinct([s for s in summaries if s.get("k")], lambda s: s["k"])
+    if ks:
+        listed = ", ".join(f"{label}: k={k}" for label, k in ks)
+        notes.append(f"the runs cut at different k ({listed}): hit, recall, precision and F1 are each at its own k; "
+                     "compare the hit@N and recall@N columns, or rerun with the same -k")
+    queries = _distinct(summaries, lambda s: (s.get("spec", {}).get("queries_sha256"), s["queries"]["scored"]))
+    if queries:
+        listed = ", ".join(f"{label}: {scored} queries" + (f" of {str(sha)[:8]}" if sha else "")
+                           for label, (sha, scored) in queries)
+        notes.append(f"the runs scored different query sets ({listed}): their numbers are not comparable; rerun on "
+                     "the same file with the same --limit")
+    registries = _distinct(summaries, lambda s: (s.get("registry") or {}).get("fingerprint"))
+    if registries:
+        listed = ", ".join(f"{label}: {str(fingerprint)[:12]}" for label, fingerprint in registries)
+        notes.append(f"the runs searched different registries ({listed})")
+    return notes
+
+
 def render_compare(summaries: Sequence[dict[str, Any]], plots: Sequence[str] = ()) -> str:
     rows = [compare_row(summary) for summary in summaries]
     lines = ["# Comparison", "", *_table(COMPARE_COLUMNS, [[row[c] for c in COMPARE_COLUMNS] for row in rows])]
+    notes = comparability(summaries)
+    if notes:
+        lines += ["", "**Not comparable:**", "", *(f"- {note}" for note in notes)]
     lines += ["", *(f"![{Path(name).stem}]({name})" for name in plots)]
     return "\n".join(lines) + "\n"

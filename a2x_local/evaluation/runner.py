@@ -35,9 +35,8 @@ def check_plots() -> None:
 
 
 def describe_method(method: SearchMethod, name: str) -> dict[str, Any]:
-    """The method's own description (model, index, engine) when it offers one; JSON-safe."""
-    describe = getattr(method, "describe", None)
-    info = describe() if callable(describe) else {"method": name}
+    """The method's own description (model, index, engine), under the name it was asked for; JSON-safe."""
+    info = {"method": name, **method.describe()}
     return json.loads(json.dumps(info, default=str))
 
 
@@ -68,7 +67,7 @@ def run_evaluation(method: SearchMethod, queries: Sequence[Query], plan: RunPlan
     already = sum(1 for query in selected if query.id in evaluation.done)
     started = time.perf_counter()
     records = evaluation.run(method, selected, progress)
-    ranked = bool(getattr(method, "ranked", True))
+    ranked = method.ranked
     extra = {
         "wall_seconds": time.perf_counter() - started,
         "resumed_queries": already,

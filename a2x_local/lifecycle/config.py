@@ -20,10 +20,10 @@ class LifecycleConfig(SectionConfig):
 
     placement: Placement
     placement_mode: Literal["get_all", "get_important", "get_one"]
-    placement_description_chars: int = Field(ge=20)
+    placement_description_chars: int = Field(ge=20, le=20_000)
     embedding_model: str
-    embedding_leaf_examples: int = Field(ge=0)
+    embedding_leaf_examples: int = Field(ge=0, le=10_000)
     rebuild_above_share: float = Field(ge=0, le=1)
-    keep_trees: int = Field(ge=1)
+    keep_trees: int = Field(ge=1, le=10_000)
     max_drop: float = Field(ge=0, le=100)
     report_dir: str

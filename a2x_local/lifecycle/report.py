@@ -20,9 +20,8 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("status", f"{report['status']} (exit code {report['exit_code']})")]
     sync = report.get("sync")
     if sync:
-        counts = sync["counts"]
-        rows.append(("sync", f"added {counts['added']:,}, updated {counts['updated']:,}, removed"
-                             f" {counts['removed']:,}, unchanged {counts['unchanged']:,}"))
+        rows.append(("sync", f"added {sync['added']:,}, updated {sync['updated']:,}, removed"
+                             f" {sync['removed']:,}, unchanged {sync['unchanged']:,}"))
     if report.get("action"):
         rows.append(("action", f"{report['action']}: {report.get('reason', '')}"))
     update = report.get("update")

@@ -18,10 +18,12 @@ class CallStats(Cost):
     """Totals for one call type: the `Cost` (``calls`` counts every attempt sent to a model, retries included) and
     what went wrong or was saved: ``cached`` counts answers read from the answer cache instead (never sent), and
     the ``cached_*`` tokens what they saved; ``prefix_cached_tokens`` the prompt tokens the engine served from its
-    prefix cache (engines that report it)."""
+    prefix cache (engines that report it); ``truncated`` the attempts whose answer was cut off at its token budget
+    (a model that writes on and on: each is retried once with a larger budget, then counted as failed)."""
 
     failures: int = 0
     retries: int = 0
+    truncated: int = 0
     seconds: float = 0.0
     cached: int = 0
     cached_prompt_tokens: int = 0
@@ -122,13 +124,17 @@ class Usage:
         table.add_column("call type", no_wrap=True, min_width=12)
         # The cache columns only when the cache answered something, so uncached runs read as before.
         cached = self.total().cached > 0
-        columns = ("calls", "prompt", "completion", "failed", "retries", "seconds")
+        # Likewise the answers cut off at their budget: a column only when there were any.
+        truncated = self.total().truncated > 0
+        columns = ("calls", "prompt", "completion", "failed", "retries", *(("cut off",) if truncated else ()),
+                   "seconds")
         for column in columns + (("from cache", "prompt saved") if cached else ()):
             table.add_column(column, justify="right", no_wrap=True)
         rows = [*sorted(self.by_label.items()), ("total", self.total())]
         for label, stats in rows:
             cells = [f"{stats.calls:,}", f"{stats.prompt_tokens:,}", f"{stats.completion_tokens:,}",
-                     f"{stats.failures:,}", f"{stats.retries:,}", f"{stats.seconds:.1f}"]
+                     f"{stats.failures:,}", f"{stats.retries:,}",
+                     *((f"{stats.truncated:,}",) if truncated else ()), f"{stats.seconds:.1f}"]
             if cached:
                 cells += [f"{stats.cached:,}", f"{stats.cached_prompt_tokens:,}"]
             table.add_row(label, *cells, style="bold" if label == "total" else None)

@@ -113,6 +113,7 @@ class Engine(ABC):
                 first = results[i]
                 result.prompt_tokens += first.prompt_tokens
                 result.prefix_cached_tokens += first.prefix_cached_tokens
+                result.truncated += first.truncated
                 result.completion_tokens += first.completion_tokens
                 result.seconds += first.seconds
                 results[i] = result
@@ -173,9 +174,11 @@ class Engine(ABC):
             result = validate(request, output)
             result.attempts = attempt
             result.prefix_cached_tokens = output.prefix_cached_tokens
+            result.truncated = int(result.finish_reason == "length")
             self.usage.record(request.label, calls=1, prompt_tokens=output.prompt_tokens,
                               completion_tokens=output.completion_tokens, retries=int(attempt > 1),
-                              seconds=output.seconds, prefix_cached_tokens=output.prefix_cached_tokens)
+                              seconds=output.seconds, prefix_cached_tokens=output.prefix_cached_tokens,
+                              truncated=result.truncated)
             results[i] = result
         return [r for r in results if r is not None]
 

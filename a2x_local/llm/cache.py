@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictBool
 
 from a2x_local.db import connect, load_temp_table
 from a2x_local.llm.base import Engine
@@ -38,8 +38,8 @@ class CacheConfig(SectionConfig):
     model_config = ConfigDict(frozen=True)
     section: ClassVar[str] = "cache"
 
-    enabled: bool
-    keep_days: int = Field(ge=0)
+    enabled: StrictBool
+    keep_days: int = Field(ge=0, le=36_500)
 
 
 def engine_identity(engine: Engine) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, StrictBool, ValidationError, field_validator
 
 from a2x_local.errors import UserError
 from a2x_local.llm.constraints import StructuredBackend
@@ -24,7 +24,7 @@ class OpenAIConfig(SectionConfig):
     api_key: str
     served_model: str
     concurrency: int = Field(ge=1, le=1024)
-    timeout_s: float = Field(gt=0)
+    timeout_s: float = Field(gt=0, le=86400.0)
     max_retries: int = Field(ge=0, le=20)
 
 
@@ -33,7 +33,7 @@ class TransformersConfig(SectionConfig):
 
     section: ClassVar[str] = "engine.transformers"
 
-    batch_size: int = Field(ge=1)
+    batch_size: int = Field(ge=1, le=4096)
     device: str
 
 
@@ -42,10 +42,10 @@ class RayConfig(SectionConfig):
 
     section: ClassVar[str] = "engine.ray"
 
-    num_cpus: int = Field(ge=0)
-    object_store_mb: int = Field(ge=64)
-    cpus_per_replica: float = Field(ge=0)
-    gpus_per_replica: Literal["auto"] | float
+    num_cpus: int = Field(ge=0, le=65_536)
+    object_store_mb: int = Field(ge=64, le=1_048_576)
+    cpus_per_replica: float = Field(ge=0, le=4096.0)
+    gpus_per_replica: Literal["auto"] | Annotated[float, Field(ge=0, le=1024)]
     in_flight_per_replica: int = Field(ge=1, le=64)
 
 
@@ -57,20 +57,20 @@ class EngineConfig(SectionConfig):
     name: EngineName
     model: str
     dtype: str
-    max_model_len: int = Field(ge=16)
+    max_model_len: int = Field(ge=16, le=16_777_216)
     gpu_memory_utilization: float = Field(gt=0, le=1)
-    tensor_parallel_size: int = Field(ge=1)
-    enable_prefix_caching: bool
+    tensor_parallel_size: int = Field(ge=1, le=1024)
+    enable_prefix_caching: StrictBool
     quantization: str
     structured_backend: StructuredBackend
-    seed: int
-    enforce_eager: bool
-    cpu_kvcache_space_gb: int = Field(ge=1)
-    multiprocessing: Literal["auto"] | bool
+    seed: int = Field(ge=0, le=4_294_967_295)
+    enforce_eager: Literal["auto"] | StrictBool
+    cpu_kvcache_space_gb: int = Field(ge=1, le=4096)
+    multiprocessing: Literal["auto"] | StrictBool
     chat_template_kwargs: dict[str, Any]
     replicas: int = Field(ge=1, le=4096)
     ray_address: str
-    round_chunk: int = Field(ge=1)
+    round_chunk: int = Field(ge=1, le=1_000_000)
     distributed_executor_backend: Literal["auto", "mp", "ray"]
     openai: OpenAIConfig
     transformers: TransformersConfig

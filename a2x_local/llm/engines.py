@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from a2x_local.errors import UserError
+from a2x_local.extras import require
 from a2x_local.llm.base import Engine
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ def _transformers(ref: ModelRef, config: EngineConfig) -> Engine:
 
 
 def _openai(ref: ModelRef, config: EngineConfig) -> Engine:
+    require("openai", feature="the openai engine")   # before the module, which imports httpx (the client's own)
     from a2x_local.llm.openai_engine import OpenAIEngine
 
     # The names the server may know the model by, most specific first.

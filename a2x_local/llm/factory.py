@@ -17,6 +17,7 @@ from a2x_local.llm.engines import engine_kind
 from a2x_local.llm.model_check import ModelCheck, check_model
 from a2x_local.llm.models import ModelRef, resolve_model
 from a2x_local.llm.options import EngineOptions
+from a2x_local.llm.packaged_models import ensure_model
 from a2x_local.settings import Settings, deep_merge
 
 
@@ -49,6 +50,8 @@ def make_engine(settings: Settings, options: EngineOptions | None = None, **extr
     """
     ref, config = engine_settings(settings, options, **extra)
     kind = engine_kind(config.name)
+    if kind.local_model:
+        ensure_model(ref)
     if config.replicas > 1 or config.ray_address:
         if not kind.local_model:
             raise UserError(f"--replicas and --ray-address spread rounds over copies of a local engine; the "

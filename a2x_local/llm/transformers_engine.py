@@ -21,6 +21,7 @@ from a2x_local.extras import check
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import closed_schema, constraint_key, grammar_problem, llguidance_grammar
+from a2x_local.llm.hardware import resolve_dtype
 from a2x_local.llm.models import force_offline
 from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
@@ -59,7 +60,8 @@ class TransformersEngine(Engine):
         device = self.config.transformers.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = _DTYPES.get(self.config.dtype, "auto")
+        # "auto" on a CPU: bfloat16 only where the CPU computes it natively (hardware.py)
+        dtype = _DTYPES.get(str(resolve_dtype(self.config.dtype, on_gpu=device != "cpu").value), "auto")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
             self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=dtype, local_files_only=True)

@@ -97,7 +97,8 @@ class Request:
 class Result:
     """One answer. ``ok`` is False when the text never validated; ``value`` is then None and ``error`` says why.
     ``cached``: read from the answer cache, never sent (no tokens, no attempts). ``prefix_cached_tokens``: prompt
-    tokens the engine served from its prefix cache (as the engine reports it; 0 when it does not)."""
+    tokens the engine served from its prefix cache (as the engine reports it; 0 when it does not). ``truncated``:
+    attempts whose answer was cut off at its token budget (finish reason "length"), the retry's included."""
 
     text: str
     value: Any
@@ -109,6 +110,7 @@ class Result:
     error: str | None = None
     cached: bool = False
     prefix_cached_tokens: int = 0
+    truncated: int = 0
 
     @property
     def ok(self) -> bool:

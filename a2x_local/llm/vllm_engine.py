@@ -19,6 +19,7 @@ from a2x_local.extras import check, require
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import EngineConfig
 from a2x_local.llm.constraints import grammar_problem, vllm_structured_outputs
+from a2x_local.llm.hardware import resolve_dtype, resolve_eager
 from a2x_local.llm.models import force_offline
 from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
@@ -86,6 +87,9 @@ class VllmEngine(Engine):
         self.config = config
         self.model_label = model_label or str(self.model_path)
         self.on_cpu = prepare_environment(config)
+        # "auto" settings as this machine runs them best (hardware.py has the measurements behind the rules).
+        self.dtype = resolve_dtype(config.dtype, on_gpu=not self.on_cpu)
+        self.eager = resolve_eager(config.enforce_eager, on_gpu=not self.on_cpu)
         self._llm = self._start(dict(llm_kwargs or {}))
         self._tokenizer = self._llm.get_tokenizer()
         self.stripper = MarkerStripper(tokenizer_special_tokens(self._tokenizer))
@@ -104,9 +108,9 @@ class VllmEngine(Engine):
 
         config = self.config
         kwargs: dict[str, Any] = {
-            "model": str(self.model_path), "dtype": config.dtype, "max_model_len": config.max_model_len,
+            "model": str(self.model_path), "dtype": self.dtype.value, "max_model_len": config.max_model_len,
             "tensor_parallel_size": config.tensor_parallel_size, "enable_prefix_caching": config.enable_prefix_caching,
-            "seed": config.seed, "enforce_eager": config.enforce_eager,
+            "seed": config.seed, "enforce_eager": self.eager.value,
             "structured_outputs_config": structured_outputs_config(config.structured_backend),
         }
         if not self.on_cpu:
@@ -118,7 +122,9 @@ class VllmEngine(Engine):
         kwargs.update(extra)
         _shield_llvmlite_from_kernel_scan()
         try:
-            with engine_startup(f"vLLM for {self.model_label}"), warnings.catch_warnings():
+            with engine_startup(f"vLLM for {self.model_label} (dtype {self.dtype.value}: {self.dtype.reason}; "
+                                f"{'eager' if self.eager.value else 'compiled'}: {self.eager.reason})"), \
+                    warnings.catch_warnings():
                 # vLLM's start-up scan touches deprecated torch attributes; the warnings say nothing to our users.
                 warnings.simplefilter("ignore", FutureWarning)
                 return LLM(**kwargs)
@@ -152,7 +158,8 @@ class VllmEngine(Engine):
         import vllm
 
         return {"engine": self.name, "model": self.model_label, "path": str(self.model_path),
-                "vllm": vllm.__version__, "dtype": self.config.dtype, "max_model_len": self.config.max_model_len,
+                "vllm": vllm.__version__, "dtype": self.dtype.value, "enforce_eager": self.eager.value,
+                "max_model_len": self.config.max_model_len,
                 "tensor_parallel_size": self.config.tensor_parallel_size, "quantization": self.config.quantization,
                 "structured_backend": self.config.structured_backend, "seed": self.config.seed}
 

@@ -57,6 +57,19 @@ class LookalikeError(UserError):
         self.found = found
 
 
+def change_lists(*, added: list[str], updated: list[Change], unchanged: int,
+                 removed: list[str] | None = None) -> dict[str, Any]:
+    """What an ingest or a sync changed, as both report it: each kind's count under its name (``added``), the ids
+    under ``added_ids``, and each updated service's changed fields under ``updated_fields``."""
+    return {
+        "added": len(added), "updated": len(updated), "unchanged": unchanged,
+        **({"removed": len(removed)} if removed is not None else {}),
+        "added_ids": list(added), "updated_ids": [c.id for c in updated],
+        "updated_fields": {c.id: c.fields for c in updated},
+        **({"removed_ids": list(removed)} if removed is not None else {}),
+    }
+
+
 @dataclass
 class IngestReport:
     files: list[FileSummary] = field(default_factory=list)
@@ -74,10 +87,10 @@ class IngestReport:
             "files": [f.__dict__ for f in self.files],
             "skipped": [s.__dict__ for s in self.skipped],
             "lookalikes": [s.__dict__ for s in self.lookalikes],
-            "added": len(self.added),
-            "updated": [c.__dict__ for c in self.updated],
-            "unchanged": len(self.unchanged),
-            "conflicts": [c.__dict__ for c in self.conflicts],
+            **change_lists(added=self.added, updated=self.updated, unchanged=len(self.unchanged)),
+            "conflicts": len(self.conflicts),
+            "conflict_ids": [c.id for c in self.conflicts],
+            "conflict_fields": {c.id: c.fields for c in self.conflicts},
             "run_id": self.run_id,
             "dry_run": self.dry_run,
         }

@@ -17,7 +17,7 @@ import duckdb
 
 from a2x_local.errors import UserError
 from a2x_local.registry.formats import Limits, Skipped
-from a2x_local.registry.ingest import Change, FileSummary, Lookalike, read_incoming, write_incoming
+from a2x_local.registry.ingest import Change, FileSummary, Lookalike, change_lists, read_incoming, write_incoming
 from a2x_local.registry.store import Registry
 
 
@@ -60,11 +60,7 @@ class SyncReport:
             "files": [f.__dict__ for f in self.files],
             "skipped": [s.__dict__ for s in self.skipped],
             "lookalikes": [s.__dict__ for s in self.lookalikes],
-            "counts": self.counts(),
-            "added": list(self.added),
-            "updated": [c.__dict__ for c in self.updated],
-            "removed": list(self.removed),
-            "unchanged": self.unchanged,
+            **change_lists(added=self.added, updated=self.updated, unchanged=self.unchanged, removed=self.removed),
             "services_before": self.before,
             "services_after": self.after,
             "run_id": self.run_id,

@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+from a2x_local.registry.schemas import parameters_schema
 
 SERVICE_TYPES: tuple[str, ...] = ("generic", "mcp_server", "mcp_tool", "a2a", "skill")
 
@@ -40,6 +43,12 @@ class Service:
         """The `name: description` line shown to models and embedded by retrievers."""
         return f"{self.name}: {self.description}"
 
+    @cached_property
+    def parameters_schema(self) -> dict[str, Any] | None:
+        """Its parameters as one JSON Schema object, whatever shape the format gave them (None: it has none);
+        the metadata keeps the original (`schemas.parameters_schema`)."""
+        return parameters_schema(self.metadata)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -48,4 +57,5 @@ class Service:
             "description": self.description,
             "metadata": self.metadata,
             "source": self.source,
+            "parameters_schema": self.parameters_schema,
         }

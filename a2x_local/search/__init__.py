@@ -1,6 +1,7 @@
 """Search: every method (retrieval baselines in `retrieval/`, A2X descent and the LLM baselines in `llm/`) behind
 one batch interface, registered by name. Everything else in this package is private to it."""
 
+from a2x_local.search.flags import MethodFlags
 from a2x_local.search.llm.descent import option_services
 from a2x_local.search.llm.positions import NONE
 from a2x_local.search.llm.tree_api import descend_tree, tree_search
@@ -22,6 +23,7 @@ from a2x_local.search.retrieval.tuning import LabelledQuery, clear_fusion, tune_
 from a2x_local.search.types import (
     MODES,
     Hit,
+    Retriever,
     SearchAnswer,
     SearchCost,
     SearchMethod,
@@ -35,9 +37,11 @@ __all__ = [
     "DenseSimilarity",
     "Hit",
     "LabelledQuery",
+    "MethodFlags",
     "MethodSpec",
     "ModeError",
     "ProgressFactory",
+    "Retriever",
     "SearchAnswer",
     "SearchCost",
     "SearchMethod",

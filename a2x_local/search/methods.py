@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from a2x_local.errors import UserError
-from a2x_local.search.types import MODES, SearchMethod
+from a2x_local.search.types import MODES, Retriever, SearchMethod
 from a2x_local.settings import Settings, validation_problems
 
 # progress(label, total) -> advance(n); the CLI passes a rich progress bar, library callers pass nothing.
@@ -166,10 +166,10 @@ def make_method(name: str, settings: Settings, db_path: Path | None = None, *,
     return spec.factory(settings, Path(db_path or settings.db_path), typed, progress)
 
 
-def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **options: Any) -> Any:
+def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **options: Any) -> Retriever:
     """A ranked retriever (dense | bm25 | hybrid): a method that also answers ``retrieve(queries, k)``."""
     method = make_method(name, settings, db_path, **options)
-    if not callable(getattr(method, "retrieve", None)):
+    if not isinstance(method, Retriever):
         raise UserError(f"method '{name}' is not a retriever", hint="use dense, bm25 or hybrid")
     return method
 

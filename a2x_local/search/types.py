@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from a2x_local.costs import AnswerCost
 from a2x_local.errors import UserError
@@ -37,10 +38,22 @@ class Hit:
 
 @dataclass(kw_only=True)
 class SearchCost(AnswerCost):
-    """What one search cost (`AnswerCost`: calls, tokens, rounds), and what its model was shown and could answer."""
+    """What one search cost (`AnswerCost`: calls, tokens, rounds), what its model was shown and could answer, what
+    kept a model that decides badly from running away (docs/search.md "Budgets"), and how its model chose among the
+    options shown (the evaluation's position-bias measure)."""
 
     candidates_shown: int = 0
     capped: int = 0               # answers that filled a cap below the list offered: possible silent cuts
+    overselected: int = 0         # descent answers that chose too much of a node: only overselect_keep expanded
+    budget_cut: int = 0           # requests not sent because the query's call or token budget was spent
+    truncated: int = 0            # answers cut off at their token budget (each attempt)
+    choices: int = 0              # valid answers that chose among two or more options (NONE aside)
+    first_choices: int = 0        # ... of which took the first option shown
+    uniform_first: float = 0.0    # ... of which a choice blind to position would take the first (sum of chosen/offered)
+    # By position (1-based, the first POSITIONS_TRACKED): answers that took it, and how many a choice blind to position
+    # would (sum of chosen/offered over answers that showed it), so a model that always picks, say, the 10th is seen.
+    position_choices: dict[str, int] = field(default_factory=dict)
+    position_blind: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -59,15 +72,33 @@ class SearchAnswer(SearchCost):
         return [hit.service_id for hit in self.hits]
 
 
-class SearchMethod(Protocol):
-    """Anything `a2x-local search` and `a2x-local eval` can run."""
+class SearchMethod(ABC):
+    """Anything `a2x-local search`, `a2x-local eval` and the server can run. A method answers `search_batch`;
+    `describe` and `close` have defaults, so callers call them on every method and never probe for them."""
 
-    name: str
-    ranked: bool
+    name: str = "method"
+    ranked: bool = True           # whether hits come best first (retrieval) or as a set the model chose
 
+    @abstractmethod
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         """Answer many requests together (LLM methods batch their engine rounds across them)."""
-        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the method runs on (model, index, tree), JSON-able; recorded with evaluations, shown by servers."""
+        return {"method": self.name}
+
+    def close(self) -> None:
+        """Release what the method holds (an engine it started, worker threads); nothing by default."""
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Ranked retrieval for a batch of queries: what dense, bm25 and hybrid offer besides `search_batch`, and what
+    the LLM methods take as a pre-filter or ranker."""
+
+    name: str
+
+    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
 
 
 def check_queries(queries: Sequence[str]) -> None:

@@ -140,7 +140,7 @@ class SearchBatcher:
     async def _run(self, queue: _Queue, batch: list[_Waiting]) -> None:
         try:
             if self.on_batch is not None:
-                self.on_batch(getattr(queue.method, "name", "?"), len(batch))
+                self.on_batch(queue.method.name, len(batch))
             loop = asyncio.get_running_loop()
             try:
                 outcomes = await loop.run_in_executor(self._executor, run_isolated, queue.method,

@@ -77,6 +77,9 @@ def service_text(view: ServiceView) -> str:
     placed = ["; ".join(" › ".join(ref.name for ref in path) for path in view.categories) or "not in the active tree"]
     lines = [f"{_entry(view.name, view.type, view.id)}. Filed under: {placed[0]}.",
              one_line(view.description, 4000)]
+    if view.parameters_schema is not None:
+        lines.append("Parameters (JSON Schema): " + json.dumps(view.parameters_schema, ensure_ascii=False,
+                                                               separators=(",", ":")))
     if view.metadata:
         lines.append("Metadata: " + json.dumps(view.metadata, ensure_ascii=False, separators=(",", ":")))
     return "\n".join(lines)
@@ -89,6 +92,8 @@ def plan_text(plan: dict[str, Any]) -> str:
              f" searched with {plan.get('method')}); order: {order or 'none'}."]
     for step in steps:
         after = f", after {', '.join(step['depends_on'])}" if step.get("depends_on") else ""
+        if step.get("inputs_from"):
+            after += f", takes the output of {', '.join(step['inputs_from'])}"
         line = f"{step['id']} (group {step.get('group')}{after}): {one_line(step.get('task', ''), 120)} -> "
         choice = step.get("choice")
         if choice:

@@ -22,6 +22,7 @@ from a2x_local.compose import COMPOSE_SPEC
 from a2x_local.errors import A2XError
 from a2x_local.registry import SERVICE_TYPES, Service
 from a2x_local.search import Hit, SearchAnswer, SearchMethod, SearchRequest, method_names, method_spec
+from a2x_local.serve.access import may_see, shown
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.errors import BadRequest, ModelCallFailed, NotFound, TimedOut, Unavailable
 from a2x_local.serve.paging import Page, scope_of
@@ -77,8 +78,9 @@ def counted(metrics: Metrics, name: str, *, failure: str, code: str) -> Iterator
 
 
 def keeps(service: Service, filters: Filters) -> bool:
+    """The service passes the filters, and the caller's profile may see it (a gateway's `see` / `deny`)."""
     return ((filters.type is None or service.type == filters.type)
-            and (filters.source is None or filters.source in (service.source or "")))
+            and (filters.source is None or filters.source in (service.source or "")) and may_see(service.id))
 
 
 class Discovery:
@@ -105,6 +107,7 @@ class Discovery:
         loading. ``key`` names the `loading` entry whose progress the client hears meanwhile."""
         if ready():
             return
+        # The loading entry says what it is and how far it got; the stage names it only while it has no entry.
         activity.set(stage, lambda: self.state.loading.describe(key))
         deadline = time.monotonic() + (self.config.loading_wait_s if limit_s is None else limit_s)
         while not ready():
@@ -135,7 +138,7 @@ class Discovery:
         # A first build is waited for; a rebuild only briefly, once: after that the previous method answers.
         limit = self.config.loading_wait_s if method is None else max(0.0, self.config.rebuild_wait_s - running_s)
         try:
-            await self.wait_for(building.done, activity, f"indexing for the {name} method", f"method:{name}", limit)
+            await self.wait_for(building.done, activity, f"loading the {name} method", f"method:{name}", limit)
         except Unavailable:
             if method is not None:          # the previous one answers while the new one is built
                 return method
@@ -259,7 +262,8 @@ class Discovery:
         if not path and snapshot.tree is not None:
             placed = snapshot.placements.get(hit.service_id)
             path = snapshot.tree.path(placed[0]) if placed else []
-        return hit_view(snapshot.services[hit.service_id], hit.score, path, snapshot.tree, self.config.summary_chars)
+        return hit_view(shown(snapshot.services[hit.service_id]), hit.score, path, snapshot.tree,
+                        self.config.summary_chars)
 
     async def search_many(self, queries: list[SearchQuery]) -> list[SearchResult]:
         """Several searches in one call (bounded); one that fails its checks or its search is an error in its own
@@ -328,7 +332,7 @@ class Discovery:
         page = Page.of(cursor, self.check_limit(limit), scope_of("node", snapshot.identity, node_id))
         node = tree.node(node_id)
         children = tree.children(node_id)
-        services = [snapshot.services[sid] for sid in node.services if sid in snapshot.services]
+        services = [snapshot.services[sid] for sid in node.services if sid in snapshot.services and may_see(sid)]
         more = max(len(children), len(services))
         return node_view(tree, node_id, snapshot.services, chars=self.config.summary_chars,
                          children=(children[page.offset:page.end], len(children)),
@@ -362,9 +366,10 @@ class Discovery:
                            hint="GET /v1/services lists the services; search first, the hits carry the ids")
         snapshot = await self.snapshot()
         service = snapshot.services.get(service_id)
-        if service is None:
+        if service is None or not may_see(service_id):   # hidden from this caller: as if it were not there
             raise NotFound(f"no service with id '{service_id[:200]}'", code="NoSuchService",
                            hint="search first; the hits carry the ids")
+        service = shown(service)
         categories = []
         if snapshot.tree is not None:
             for node_id in snapshot.placements.get(service_id, []):

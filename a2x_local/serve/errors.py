@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from a2x_local.errors import A2XError, DatabaseBusyError, UserError
+from a2x_local.gateway import GatewayError
 
 
 class ServeError(A2XError):
@@ -38,6 +39,8 @@ class TimedOut(ServeError):
 def status_of(error: A2XError) -> int:
     """The HTTP status of any a2x-local error: a busy database is temporary (503), other user errors are 400."""
     if isinstance(error, ServeError):
+        return error.status
+    if isinstance(error, GatewayError):
         return error.status
     if isinstance(error, DatabaseBusyError):
         return 503

@@ -17,9 +17,11 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+from collections.abc import Callable
 from typing import Any
 
 from a2x_local.errors import UserError
+from a2x_local.serve.access import CALLER
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 # Open without a token: the page, health, and the API's description (none of them carries registry data).
@@ -69,13 +71,17 @@ def _host_name(value: str) -> str:
 
 
 class Guard:
-    """ASGI middleware applying the checks above."""
+    """ASGI middleware applying the checks above. With a gateway (``callers``: a bearer token, or None, to the
+    caller it makes, None for a token no profile knows), a request may also bring a profile's token: it is served
+    as that profile's client (`access.CALLER`); an unknown token is refused, never served as the default profile."""
 
-    def __init__(self, app: Any, *, token: str | None, loopback_only: bool, max_body_bytes: int) -> None:
+    def __init__(self, app: Any, *, token: str | None, loopback_only: bool, max_body_bytes: int,
+                 callers: Callable[[str | None], Any] | None = None) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.loopback_only = loopback_only
         self.max_body_bytes = max_body_bytes
+        self.callers = callers
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -88,19 +94,34 @@ class Guard:
             return
         path = scope.get("path", "")
         mcp = path == "/mcp" or path.startswith("/mcp/")
-        if self.token is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
-            scheme, _, given = headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token):
-                sent = scheme.lower() == "bearer" and given.strip()
-                await _refuse(send, 401, "Unauthorized",
-                              "the bearer token sent is not this server's" if sent else
-                              "this server needs a bearer token, and the request sent none",
-                              "send the header 'Authorization: Bearer TOKEN' with the token the server was started "
-                              "with (--token or $A2X_SERVE_TOKEN); docs/serve.md shows it for MCP clients and the "
-                              "Python SDK", extra=[(b"www-authenticate",
-                                                    b'Bearer realm="a2x-local", error="invalid_token"' if sent
-                                                    else b'Bearer realm="a2x-local"')], jsonrpc=mcp)
-                return
+        guarded = path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES)
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        bearer = given.strip() if scheme.lower() == "bearer" else ""
+        caller, denied = None, False
+        if guarded:
+            own = self.token is not None and bool(bearer) and hmac.compare_digest(bearer.encode(), self.token)
+            if self.callers is None:
+                denied = self.token is not None and not own
+            elif self.token is not None and not bearer:
+                denied = True
+            else:       # the server's own token, or none where none is needed, serves the default profile
+                caller = self.callers(None if own or not bearer else bearer)
+                denied = caller is None
+        if denied:
+            sent = bool(bearer)
+            await _refuse(send, 401, "Unauthorized",
+                          "the bearer token sent is not this server's" if sent else
+                          "this server needs a bearer token, and the request sent none",
+                          "send the header 'Authorization: Bearer TOKEN' with the token the server was started "
+                          "with (--token or $A2X_SERVE_TOKEN), or a token of a gateway profile; docs/serve.md shows "
+                          "it for MCP clients and the Python SDK", extra=[(b"www-authenticate",
+                                                                          b'Bearer realm="a2x-local", '
+                                                                          b'error="invalid_token"' if sent
+                                                                          else b'Bearer realm="a2x-local"')],
+                          jsonrpc=mcp)
+            return
+        if caller is not None:
+            CALLER.set(caller)      # this request's task (and the tasks it starts) serve this caller
         if scope.get("method") in _BODY_METHODS:
             declared = headers.get("content-length")
             if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:

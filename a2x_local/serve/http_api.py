@@ -23,12 +23,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from a2x_local import __version__
 from a2x_local.compose import Plan
 from a2x_local.errors import A2XError
+from a2x_local.serve.access import visible_plan
+from a2x_local.serve.calling import Calling
 from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.errors import status_of
@@ -127,7 +129,7 @@ class Timing:
 
 def create_app(discovery: Discovery, *, token: str | None = None, loopback_only: bool = True,
                mcp: Any = None, planning: Planning | None = None, host: str | None = None,
-               load_on_startup: bool = True) -> Any:
+               load_on_startup: bool = True, calling: Calling | None = None) -> Any:
     """The ASGI application: FastAPI wrapped in the guard and the timing middleware.
 
     ``mcp``: an `MCPServer` to serve at /mcp over streamable HTTP (stateless, JSON answers), or None.
@@ -135,6 +137,8 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
     ``host``: the address the server listens on (default: `[serve]` host), accepted by /mcp's Host check.
     ``load_on_startup``: the app's start starts the server's background loading (`serve_http` starts it itself,
     once the port listens).
+    ``calling``: the gateway's calls (`POST /v1/services/{id}/call`); with a gateway file, clients are served by
+    the profile their token binds them to.
     """
     session_manager = None
     mcp_routes: list[Any] = []
@@ -164,6 +168,10 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
                 yield
             finally:
                 await discovery.batcher.close()
+                if calling is not None:
+                    # Here, not after the server returns: uvicorn ends the process with the signal it caught, so
+                    # the gateway's sessions must stop and its audit rows be written while the app shuts down.
+                    await asyncio.to_thread(calling.gateway.close)
 
     app = FastAPIOffline(title="a2x-local", version=__version__, lifespan=lifespan, redoc_url=None,
                          redirect_slashes=False, default_response_class=VisibleJSONResponse,
@@ -172,11 +180,13 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
                                      "HTTP) at /mcp. Every error is `{error, message, hint}`. When the server has "
                                      "a token, send `Authorization: Bearer TOKEN` (the Authorize button).")
     _install_error_handlers(app)
-    _add_routes(app, discovery, planning or Planning(discovery))
+    _add_routes(app, discovery, planning or Planning(discovery), calling)
     app.router.routes.extend(mcp_routes)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _declare_bearer(app, token is not None)
-    guarded = Guard(app, token=token, loopback_only=loopback_only, max_body_bytes=discovery.config.max_body_bytes)
+    callers = calling.gateway.caller if calling is not None and calling.enabled else None
+    guarded = Guard(app, token=token, loopback_only=loopback_only, max_body_bytes=discovery.config.max_body_bytes,
+                    callers=callers)
     return Timing(guarded, discovery)
 
 
@@ -234,19 +244,44 @@ def _streamed(work: Callable[[Report | None], Awaitable[BaseModel]], exclude_non
     return StreamingResponse(lines(), media_type=NDJSON)
 
 
+async def _visible_plan(work: Awaitable[Plan]) -> Plan:
+    return visible_plan(await work)
+
+
 def _wants_stream(request: Request) -> bool:
     return NDJSON in request.headers.get("accept", "")
 
 
-def _add_routes(app: FastAPI, discovery: Discovery, planning: Planning) -> None:
+class CallBody(BaseModel):
+    """One call of an MCP tool through the gateway."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments (its inputSchema).")
+
+
+class CallAnswer(RootModel[dict[str, Any]]):
+    """The tool's own answer, as MCP's CallToolResult: `content`, `structuredContent`, `isError`."""
+
+
+def _add_routes(app: FastAPI, discovery: Discovery, planning: Planning, calling: Calling | None = None) -> None:
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
+    # Browsers ask for /favicon.ico whatever the page links; the page's own icon answers it (not a 404 in the log).
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml",
+                            headers={"Cache-Control": "max-age=86400"})
+
     @app.get("/healthz", response_model=Health, response_model_exclude_none=True,
                    summary="Liveness and what is served (answers at once, while loading too)")
     async def healthz() -> Health:
-        return await discovery.health()
+        health = await discovery.health()
+        if calling is not None and calling.enabled:
+            health.gateway = calling.describe()
+        return health
 
     @app.get("/readyz", response_model=Health, response_model_exclude_none=True,
                    responses={503: _ERRORS[503]}, summary="Ready: registry read, model started, methods built")
@@ -302,8 +337,25 @@ def _add_routes(app: FastAPI, discovery: Discovery, planning: Planning) -> None:
     async def compose(query: ComposeQuery, request: Request) -> Any:
         if _wants_stream(request):
             planning.check(query)
-            return _streamed(lambda report: planning.plan(query, report), exclude_none=False)
-        return await planning.plan(query)
+            return _streamed(lambda report: _visible_plan(planning.plan(query, report)), exclude_none=False)
+        return visible_plan(await planning.plan(query))
+
+    if calling is not None:
+        @app.post("/v1/services/{service_id:path}/call", response_model=CallAnswer, responses={
+            **_ERRORS, 403: {"model": ErrorBody, "description": "NotCallable: this client's profile may not call it"},
+            413: {"model": ErrorBody, "description": "TooLarge, ArgumentsTooLarge"},
+            502: {"model": ErrorBody, "description": "ServerFailed, ToolCallFailed, ResultTooLarge: the MCP server "
+                                                     "(named in the message) failed"},
+            504: {"model": ErrorBody, "description": "ServerTimeout"}},
+            summary="Call an MCP tool through the gateway (NDJSON progress with Accept: application/x-ndjson)")
+        async def call_service(service_id: str, body: CallBody, request: Request) -> Any:
+            async def work(report: Report | None = None) -> CallAnswer:
+                result = await calling.call(service_id, body.arguments, via="http", report=report)
+                return CallAnswer(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+            if _wants_stream(request):
+                return _streamed(work, exclude_none=True)
+            return await work()
 
     @app.get("/v1/services", response_model=ServiceList, response_model_exclude_none=True, responses=_ERRORS,
              summary="The services, a page at a time, of a type or source")

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import Field
 
 from a2x_local import __version__
@@ -27,6 +27,8 @@ from a2x_local.errors import A2XError
 from a2x_local.registry import SERVICE_TYPES
 from a2x_local.search import method_spec
 from a2x_local.serve import compact
+from a2x_local.serve.access import visible_plan
+from a2x_local.serve.calling import Calling
 from a2x_local.serve.compose_api import ComposeQuery, Planning, brief_plan
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.views import Detail, Filters, SearchQuery
@@ -38,7 +40,14 @@ with the need in plain words, then get_service on a hit's id for how to call it.
 needs several services; browse_category and list_services look around."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# A call runs another server's tool: it may change things, and what it does is that tool's business.
+CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+# Activating changes only this client's own tools/list.
+ACTIVATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 TYPES = " | ".join(SERVICE_TYPES)
+# The server's own tools: an activated tool of the same name is refused (it would shadow one of these).
+OWN_TOOLS = frozenset({"search_services", "compose_plan", "get_service", "browse_category", "list_services",
+                       "call_service", "activate_services", "deactivate_services"})
 CURSOR = "next_cursor of the previous answer, for the next page."
 
 
@@ -101,8 +110,9 @@ def _progress(ctx: Context) -> Callable[..., Any]:
     return ctx.report_progress
 
 
-def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
-    """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them)."""
+def build_mcp(discovery: Discovery, planning: Planning, calling: Calling | None = None) -> MCPServer:
+    """An MCP server answering from ``discovery`` and ``planning`` (the tools are closures over them); with a
+    gateway (``calling``), also the tools that call services and the dynamic mode."""
     config = discovery.config
     state = discovery.state
     search_names = state.offered()
@@ -152,8 +162,8 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
         detail: Annotated[Detail, Field(description="full adds scores, cost and the re-decomposition report.")]
         = "brief",
     ) -> CallToolResult:
-        plan = await _run(planning.plan(ComposeQuery(request=request, method=method, k=k, mode=mode),
-                                        _progress(ctx)))
+        plan = visible_plan(await _run(planning.plan(ComposeQuery(request=request, method=method, k=k, mode=mode),
+                                                     _progress(ctx))))
         structured = brief_plan(plan, detail)
         return _answer(compact.plan_text(structured), structured)
 
@@ -205,7 +215,109 @@ def build_mcp(discovery: Discovery, planning: Planning) -> MCPServer:
     async def node_resource(node_id: str) -> str:
         return await _resource(discovery.node(node_id))
 
+    if calling is not None and calling.enabled:
+        add_gateway_tools(server, calling)
     return server
+
+
+def _refused(exc: A2XError) -> CallToolResult:
+    text = f"{exc.code}: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def add_gateway_tools(server: MCPServer, calling: Calling) -> None:
+    """call_service, activate_services and deactivate_services, and the middleware that lists this client's
+    activated tools in tools/list and routes their calls through the gateway."""
+    calling.reserved |= OWN_TOOLS
+
+    @server.tool(name="call_service", title="Call a service", annotations=CALLS, description=(
+        "Run an MCP tool found by search_services (type mcp_tool): service_id from a hit, arguments as its "
+        "inputSchema (get_service) says. Only tools the registry owner allows this client can run; the answer is "
+        "the tool's own."))
+    async def call_service(
+        service_id: Annotated[str, Field(description="The tool's service id (SERVER/TOOL).",
+                                         json_schema_extra={"maxLength": 1000})],
+        ctx: Context,
+        arguments: Annotated[dict[str, Any] | None, Field(description="The tool's arguments.")] = None,
+    ) -> CallToolResult:
+        try:
+            return await calling.call(service_id, arguments if arguments is not None else {}, via="call_service",
+                                      report=_progress(ctx))
+        except A2XError as exc:
+            return _refused(exc)
+
+    @server.tool(name="activate_services", title="Add tools to this session", annotations=ACTIVATES, description=(
+        "Add found MCP tools to this session's tool list under their own names, to call them directly (the list "
+        "changes: tools/list again). Only tools this client may run."))
+    async def activate_services(
+        service_ids: Annotated[list[str], Field(description="Service ids of tools (SERVER/TOOL).",
+                                                json_schema_extra={"maxItems": 64})],
+        ctx: Context,
+    ) -> CallToolResult:
+        done = await calling.activate(service_ids)
+        await _tools_changed(ctx)
+        lines = [f"{service_id}: {what}" for service_id, _, what in done]
+        structured = {"activated": {sid: name for sid, name, _ in done if name},
+                      "refused": {sid: what for sid, name, what in done if not name}}
+        return _answer("\n".join(lines), structured)
+
+    @server.tool(name="deactivate_services", title="Remove tools from this session", annotations=ACTIVATES,
+                 description="Remove activated tools from this session's tool list (by service id or tool name).")
+    async def deactivate_services(
+        names: Annotated[list[str], Field(description="Service ids or tool names.",
+                                          json_schema_extra={"maxItems": 64})],
+        ctx: Context,
+    ) -> CallToolResult:
+        found = calling.deactivate(names)
+        await _tools_changed(ctx)
+        lines = [f"{name}: {'removed' if removed else 'was not active'}" for name, removed in found]
+        return _answer("\n".join(lines), {"removed": [name for name, removed in found if removed]})
+
+    server.middleware.append(_ActivatedTools(calling))
+
+
+async def _tools_changed(ctx: Context) -> None:
+    """notifications/tools/list_changed: on the connection (handshake-era clients over stdio) and to the
+    subscriptions/listen streams (2026-07-28 clients); each channel drops what its era does not carry."""
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+
+
+class _ActivatedTools:
+    """MCP middleware: tools/list answers the server's tools plus this client's activated ones; a tools/call of an
+    activated name is a gateway call (via "tool"), answered in the tool's own words."""
+
+    def __init__(self, calling: Calling) -> None:
+        self.calling = calling
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        if ctx.method == "tools/call" and isinstance(ctx.params, dict):
+            activation = self.calling.activation(str(ctx.params.get("name")))
+            if activation is not None:
+                arguments = ctx.params.get("arguments")
+
+                async def report(progress: float, total: float | None, message: str) -> None:
+                    await ctx.session.report_progress(progress, total, message)
+
+                try:
+                    result = await self.calling.call(activation.service_id, arguments if arguments is not None
+                                                     else {}, via="tool", report=report,
+                                                     server_hint=activation.server)
+                except A2XError as exc:
+                    result = _refused(exc)
+                return result
+        result = await call_next(ctx)
+        if ctx.method == "tools/list" and result is not None:
+            active = await self.calling.active()
+            if active:
+                tools = [Tool(name=a.name, description=a.description, input_schema=a.schema,
+                              annotations=CALLS) for a in active]
+                if isinstance(result, dict):
+                    result = {**result, "tools": [*result.get("tools", []), *(tool.model_dump(
+                        mode="json", by_alias=True, exclude_none=True) for tool in tools)]}
+                else:
+                    result = result.model_copy(update={"tools": [*result.tools, *tools]})
+        return result
 
 
 async def _resource(work: Any) -> str:

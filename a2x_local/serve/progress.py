@@ -57,14 +57,17 @@ class Loading:
         with self._lock:
             self._tasks.pop(key, None)
 
-    def progress_factory(self, key: str) -> Callable[[str, int], Callable[[int], None]]:
-        """A search-stage `ProgressFactory` that counts into ``key`` (an index build's progress)."""
+    def progress_factory(self, key: str, building: str | None = None) -> Callable[[str, int], Callable[[int], None]]:
+        """A search-stage `ProgressFactory` that counts into ``key`` (an index build's progress). A method reports
+        progress only while it builds something; from the first report on, ``building`` (when given) replaces what
+        the entry says: a method found with its indexes on disk is "loading", one that embeds is "indexing"."""
 
         def factory(label: str, total: int) -> Callable[[int], None]:
             with self._lock:
                 task = self._tasks.get(key)
                 if task is not None:
                     task.label, task.total, task.done = label, total, 0
+                    task.what = building or task.what
 
             def advance(n: int) -> None:
                 with self._lock:
@@ -101,8 +104,10 @@ class Activity:
         self.stage, self.detail = stage, detail
 
     def describe(self) -> str:
+        """The detail when there is one (it names what it is: "loading the hybrid method, 3 s so far"), else the
+        stage."""
         extra = self.detail() if self.detail is not None else None
-        return f"{self.stage}: {extra}" if extra else self.stage
+        return extra or self.stage
 
 
 async def with_progress(work: Awaitable[T], report: Report | None, activity: Activity) -> T:

@@ -16,12 +16,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from a2x_local.compose import COMPOSE_SPEC
+from a2x_local.errors import UserError
+from a2x_local.gateway import AuditLog, Gateway, GatewayConfig, gateway_path
 from a2x_local.llm import Engine, EngineOptions, engine_settings, make_engine
 from a2x_local.search import register_method
+from a2x_local.serve.access import CALLER
 from a2x_local.serve.batching import SearchBatcher
+from a2x_local.serve.calling import Calling
 from a2x_local.serve.compose_api import Planning
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.discovery import Discovery
@@ -36,6 +41,8 @@ STDIO_HANDSHAKE_WAIT_S = 5.0
 # Over HTTP the loading starts once the first request is answered (a client polling /healthz), at the latest this
 # long after the port listens: the model's imports hold the interpreter for seconds and would delay that answer.
 HTTP_FIRST_ANSWER_WAIT_S = 2.0
+# The token a stdio client gives in the environment it starts `serve --stdio` with (its profile's token).
+CLIENT_TOKEN_VARIABLE = "A2X_CLIENT_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,7 @@ class ServeOptions:
     token: str | None = None
     insecure: bool = False
     engine: EngineOptions | None = None   # None: no model (retrieval methods only)
+    gateway: Path | None = None           # the gateway file (None: [gateway] file, else $A2X_HOME/gateway.toml)
 
 
 @dataclass
@@ -57,11 +65,13 @@ class Server:
     discovery: Discovery
     planning: Planning
     mcp: Any
+    calling: Calling
 
     def start_loading(self) -> None:
         self.state.start_loading()
 
     def close(self) -> None:
+        self.calling.gateway.close()     # the servers' sessions stopped, the audit rows written
         self.planning.close()
         self.state.close()
 
@@ -72,12 +82,13 @@ def wants_engine(options: EngineOptions | None) -> bool:
 
 
 def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Callable[[], Engine] | None = None,
-                 engine_options: EngineOptions | None = None) -> Server:
+                 engine_options: EngineOptions | None = None, gateway_file: Path | None = None) -> Server:
     """A server ready to answer (its loading not started: `Server.start_loading`, or the HTTP app's start, does
     that). ``engine`` (tests: an engine, or a function making one) or ``engine_options`` (the CLI) give the LLM
     methods their one engine; a model that does not resolve (no such alias or folder) fails here, before anything
     listens (resolving loads nothing; a folder's files are checked as the engine loads, an error then answers
-    `EngineFailed`)."""
+    `EngineFailed`). The gateway file (``gateway_file``, else the configured one) is read and checked here too:
+    a server never starts with a gateway file it cannot follow."""
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
@@ -107,7 +118,16 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Ca
                             on_batch=lambda method, size: metrics.search_batch.labels(method).observe(size))
     discovery = Discovery(state, batcher, metrics)
     planning = Planning(discovery)
-    return Server(state, discovery, planning, build_mcp(discovery, planning))
+    calling = Calling(discovery, _gateway(settings, state, gateway_file), set())
+    return Server(state, discovery, planning, build_mcp(discovery, planning, calling), calling)
+
+
+def _gateway(settings: Settings, state: ServerState, given: Path | None) -> Gateway:
+    """The gateway, its audit written into the registry under the state's one-connection lock."""
+    config = GatewayConfig.from_settings(settings)
+    audit = AuditLog(state.db_path, config, database=state.database(), written=state.own_write,
+                     lock_timeout_s=state.config.reload_lock_wait_s)
+    return Gateway(config, gateway_path(settings, config, given), audit=audit)
 
 
 def serve_http(settings: Settings, options: ServeOptions) -> None:
@@ -119,10 +139,11 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     from a2x_local.serve.http_api import create_app
 
     _log_to_stderr()
-    server = build_server(settings, config, engine_options=options.engine)
+    server = build_server(settings, config, engine_options=options.engine, gateway_file=options.gateway)
     try:
         app = create_app(server.discovery, token=options.token, loopback_only=is_loopback(config.host),
-                         mcp=server.mcp, planning=server.planning, host=config.host, load_on_startup=False)
+                         mcp=server.mcp, planning=server.planning, host=config.host, load_on_startup=False,
+                         calling=server.calling)
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp (loading in the background: %s/healthz)",
                  settings.db_path, where, where, where, where)
@@ -134,6 +155,7 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
         listener.run()
     finally:
         server.close()
+    exit_past_loading_threads()
 
 
 def serve_stdio(settings: Settings, options: ServeOptions) -> None:
@@ -145,13 +167,23 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     config = ServeConfig.from_settings(settings, host=options.host, port=options.port)
     _log_to_stderr()
     with stdout_to_stderr():  # library chatter must never reach the protocol channel
-        server = build_server(settings, config, engine_options=options.engine)
+        server = build_server(settings, config, engine_options=options.engine, gateway_file=options.gateway)
+    # The one client of this process: its profile comes from the token in $A2X_CLIENT_TOKEN (none: the default).
+    gateway = server.calling.gateway
+    caller = gateway.caller(os.environ.get(CLIENT_TOKEN_VARIABLE) or None, anonymous="stdio") if gateway.enabled \
+        else None
+    if caller is None and gateway.enabled:
+        server.close()
+        raise UserError(f"${CLIENT_TOKEN_VARIABLE} holds a token that no profile of the gateway file is bound to",
+                        hint="set it to a token of a profile ([profiles.NAME] tokens), or unset it for the default "
+                             "profile", code="Unauthorized")
 
     # The background loading (its imports hold the interpreter for seconds at a time) starts once the client's
     # handshake is done, so `initialize` and `tools/list` are answered first; at the latest after a few seconds.
     server.mcp.middleware.append(_LoadAfterHandshake(server))
 
     async def run() -> None:
+        CALLER.set(caller)    # every request of this process is its one client's
         async with anyio.create_task_group() as tasks:
 
             async def serve() -> None:
@@ -169,6 +201,32 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
         anyio.run(run)
     finally:
         server.close()
+    exit_past_loading_threads()
+
+
+def exit_past_loading_threads() -> None:
+    """End a cleanly stopped server at once (exit status 0) when its background loading is still under way.
+
+    Why not return: the loading threads may be inside native code (torch's or vLLM's imports and static
+    initialisers, FAISS, DuckDB) when the client goes away. Python's shutdown ends such daemon threads with
+    `pthread_exit`, whose unwinding through C++ frames that catch everything aborts the process: "terminate called
+    after throwing an instance of ''", "FATAL: exception not rethrown", exit status 134 after every stdio session
+    closed during the load (issue 33, item 11). Everything the server owns is closed by now (the gateway's audit
+    written, the engine stopped, the logs flushed), and what the loading threads were doing is either read-only or
+    written to a temporary folder and renamed into place (an index), so skipping the interpreter's shutdown loses
+    nothing. With no such thread alive, the ordinary return."""
+    busy = [thread.name for thread in threading.enumerate()
+            if thread is not threading.main_thread() and thread.daemon and thread.is_alive()]
+    if not busy:
+        return
+    log.info("stopped (background work left unfinished: %s)", ", ".join(sorted(set(busy))))
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a client that closed its end of the pipe
+            continue
+    os._exit(0)
 
 
 class _LoadAfterHandshake:
@@ -224,9 +282,10 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def _log_to_stderr() -> None:
-    if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False  # the MCP SDK puts a handler on the root logger too: say each thing once
+    for logger in (log, logging.getLogger("a2x_local.gateway")):
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+            logger.propagate = False  # the MCP SDK puts a handler on the root logger too: say each thing once

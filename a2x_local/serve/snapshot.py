@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from a2x_local.db import connect_when_free, translate
+from a2x_local.db import check_db_path, connect_when_free, held_in_process, translate
 from a2x_local.errors import A2XError, UserError
 from a2x_local.registry import Registry, Service
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
@@ -90,19 +90,22 @@ def read_only(db_path: Path, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnec
     if not db_path.is_file():
         raise UserError(f"{db_path}: no registry database here",
                         hint="load services first (a2x-local ingest PATH --db FILE), or point --db at the registry")
-    try:
-        # Short pauses: a request is waiting, and the snapshot it has keeps serving meanwhile.
-        con = connect_when_free(db_path, read_only=True, wait_s=wait_s, first_delay=0.02, max_delay=0.25,
-                                busy=f"{db_path}: another process holds the registry database",
-                                hint="the server keeps answering from the snapshot it has")
-    except duckdb.Error as exc:
-        raise unreadable(db_path, exc) from exc
-    try:
-        yield con
-    except duckdb.Error as exc:
-        raise unreadable(db_path, exc) from exc
-    finally:
-        con.close()
+    check_db_path(db_path)       # its write-ahead log too: a named pipe there would block the open
+    hint = "the server keeps answering from the snapshot it has"
+    with held_in_process(db_path, wait_s=wait_s, busy=f"{db_path}: a method build of this server is reading the"
+                         " registry database", hint=hint):
+        try:
+            # Short pauses: a request is waiting, and the snapshot it has keeps serving meanwhile.
+            con = connect_when_free(db_path, read_only=True, wait_s=wait_s, first_delay=0.02, max_delay=0.25,
+                                    busy=f"{db_path}: another process holds the registry database", hint=hint)
+        except duckdb.Error as exc:
+            raise unreadable(db_path, exc) from exc
+        try:
+            yield con
+        except duckdb.Error as exc:
+            raise unreadable(db_path, exc) from exc
+        finally:
+            con.close()
 
 
 def unreadable(db_path: Path, exc: duckdb.Error) -> A2XError:

@@ -33,7 +33,7 @@ from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
 from a2x_local.llm import Engine
-from a2x_local.search import MethodSpec, SearchMethod, make_method, method_names, method_spec
+from a2x_local.search import MethodSpec, Retriever, SearchMethod, make_method, method_names, method_spec
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
 from a2x_local.serve.progress import Loading
@@ -89,10 +89,15 @@ class ServerState:
         self._snapshot_ready = threading.Event()
         self._started = False
         self._closing = False
-        # Every database access and method build goes through this lock: one connection at a time per process
-        # (DuckDB refuses a read-only and a read-write connection to one file in one process at once).
+        # The server's own database reads (the snapshot, a reload, the composer's opening) go through this lock, one
+        # at a time; every connection of the process, method builds' too, is also serialised per file by
+        # `db.held_in_process` (DuckDB refuses a read-only and a read-write connection to one file in one process).
         self._lock = threading.RLock()
         self._builds_lock = threading.Lock()
+        # Method builds run one at a time. They do not hold ``_lock``: a build that embeds for a minute must not stop
+        # a reload, or a removed service would be served until it ends; their connections are serialised with the
+        # reload's by `db.held_in_process`.
+        self._build_serial = threading.RLock()
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2x-build")
         self._building: dict[str, tuple[Identity, Future[SearchMethod], float]] = {}
         self._runtime_settings = settings.with_overrides("registry", lock_timeout_s=config.reload_lock_wait_s)
@@ -145,7 +150,7 @@ class ServerState:
             return
         finally:
             if self._snapshot is not None and self.config.preload:
-                self.loading.begin("preload", "indexing for the preloaded methods")
+                self.loading.begin("preload", "loading the preloaded methods")
             self.loading.end("registry")
             self._snapshot_ready.set()
         try:
@@ -163,9 +168,20 @@ class ServerState:
                 if (spec.takes_engine and self.engine_expected) != engine_methods:
                     continue
                 if self.missing(spec) is None:
-                    self._build_now(name, self.snapshot)
+                    self._warm_up(self._build_now(name, self.snapshot))
             except A2XError as exc:
                 log.info("method %s not preloaded: %s", name, exc.message)
+
+    @staticmethod
+    def _warm_up(method: SearchMethod) -> None:
+        """One query through a preloaded retriever: the first one pays the embedding library's first-run costs
+        (0.7 s of 1.4 s on the 1,839 ToolRet services), which the first client's search then does not."""
+        if not isinstance(method, Retriever):
+            return
+        try:
+            method.retrieve(["warm-up query"], 1)
+        except Exception as exc:  # only a cost moved: the client's first search then pays it, or says what fails
+            log.info("%s: warm-up query failed: %s: %s", method.name, type(exc).__name__, exc)
 
     def _load_engine(self) -> None:
         assert self._engine_source is not None
@@ -233,8 +249,8 @@ class ServerState:
         """The snapshot to answer a new request from, reloaded first when the registry or its tree changed."""
         if self.is_current():
             return self.snapshot
-        # A method build holds the database lock while it indexes: keep serving the snapshot we have rather than
-        # wait for it (the next request looks again).
+        # Another reload holds the lock: keep serving the snapshot we have rather than wait for it (the next
+        # request looks again).
         if not self._lock.acquire(timeout=self.config.reload_lock_wait_s):
             return self.snapshot
         try:
@@ -278,6 +294,16 @@ class ServerState:
     def database(self) -> threading.RLock:
         """Hold this around any other database access of this process (one connection at a time)."""
         return self._lock
+
+    def own_write(self, write: Callable[[], None]) -> None:
+        """Run ``write`` (the gateway's audit rows) under the database lock. When the file was current before it,
+        its new stamp is taken as current too: the server's own rows change neither the services nor the tree, so
+        they must not make the next request reload the registry."""
+        with self._lock:
+            current = self._stamp is not None and FileStamp.of(self.db_path) == self._stamp
+            write()
+            if current:
+                self._stamp = FileStamp.of(self.db_path)
 
     # --- what can run ---------------------------------------------------------------------------------------------
 
@@ -355,19 +381,22 @@ class ServerState:
         """Build the method for this snapshot (the cached one when it already fits). When it cannot be built, the
         previous one keeps serving (the reason kept in ``problems``) and the failure is remembered."""
         key = f"method:{name}"
-        with self._lock:
+        with self._build_serial:
             found = self.cached_method(name, snapshot)
             if found is not None:
                 return found
             previous = self._methods.get(name)
             spec = method_spec(name)
-            self.loading.begin(key, f"indexing for the {name} method" + (" (the previous one serves meanwhile)"
-                                                                     if previous is not None else ""))
+            meanwhile = " (the previous one serves meanwhile)" if previous is not None else ""
+            # "loading" until the method reports building something (embedding the services): the indexes of a
+            # registry indexed beforehand are only read, and a client told "indexing" would think otherwise.
+            self.loading.begin(key, f"loading the {name} method{meanwhile}")
             try:
                 options = self._engine_options(spec)
                 try:
-                    method = make_method(name, self._runtime_settings, self.db_path,
-                                         progress=self.loading.progress_factory(key), **options)
+                    method = make_method(name, self._runtime_settings, self.db_path, **options,
+                                         progress=self.loading.progress_factory(
+                                             key, building=f"indexing for the {name} method{meanwhile}"))
                 except duckdb.Error as exc:   # the file under the server failed while the method read it
                     raise unreadable(self.db_path, exc) from exc
             except DatabaseBusyError as exc:  # passing: try again on a later request
@@ -385,8 +414,7 @@ class ServerState:
                 return previous.method
             finally:
                 self.loading.end(key)
-            describe = getattr(method, "describe", None)
-            tree = describe().get("tree") if callable(describe) else None
+            tree = method.describe().get("tree")
             self._methods[name] = _Built(method, snapshot.fingerprint, tree)
             self.problems.pop(name, None)
             self._failed.pop(name, None)

@@ -74,6 +74,8 @@ class HitView(BaseModel):
     path: list[str] = Field(default_factory=list, description="Tree node ids from the root to where the service "
                                                               "was found (LLM tree methods) or is filed.")
     category: str | None = Field(None, description="The category names of `path` below the root ('' for the root).")
+    has_schema: bool = Field(False, description="get_service gives its parameters as JSON Schema "
+                                                "(parameters_schema).")
 
 
 class SearchResultCost(BaseModel, SearchCost):
@@ -166,6 +168,9 @@ class ServiceView(BaseModel):
     description: str
     metadata: dict[str, Any]
     source: str | None
+    parameters_schema: dict[str, Any] | None = Field(None, description="Its parameters as one JSON Schema object "
+                                                     "(type object, properties, required), whatever shape its "
+                                                     "format gave them; the original stays in metadata.")
     categories: list[list[CategoryRef]] = Field(description="Each placement as its path from the top level down; a "
                                                             "service filed at the root has the path [root].")
 
@@ -206,6 +211,8 @@ class Health(BaseModel):
     loading: dict[str, Any] = Field(default_factory=dict, description="What is being prepared, with progress.")
     types: dict[str, int] = Field(default_factory=dict, description="Services per type.")
     limits: dict[str, int] = Field(default_factory=dict, description="What a client may ask for.")
+    gateway: dict[str, Any] | None = Field(None, description="With a gateway file: its path, its servers, their live "
+                                                             "sessions, audit rows not written yet, a problem.")
 
 
 def category_ref(tree: Tree, node: TreeNode, chars: int) -> CategoryRef:
@@ -242,7 +249,8 @@ def hit_view(service: Service, score: float | None, path: list[str], tree: Tree 
     if tree is not None and path and all(node in tree.nodes for node in path):
         category = CATEGORY_SEPARATOR.join(tree.node(n).name for n in path[1:])
     return HitView(service_id=service.id, name=service.name, type=service.type,
-                   summary=one_line(service.description, chars), score=score, path=path, category=category)
+                   summary=one_line(service.description, chars), score=score, path=path, category=category,
+                   has_schema=service.parameters_schema is not None)
 
 
 def search_result(method: str, mode: str | None, answer: SearchAnswer, hits: list[HitView], *, detail: str,

@@ -1,13 +1,13 @@
 """The category tree: building it with a model, storing versions of it, importing and exporting it.
 Everything else in this package is private to it."""
 
-from a2x_local.taxonomy.build.report import summary_rows
-from a2x_local.taxonomy.build.resplit import overfull_leaves, resplit_nodes
-from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.config import BuildConfig
 from a2x_local.taxonomy.diff import diff_trees
 from a2x_local.taxonomy.export import to_dot, to_json
 from a2x_local.taxonomy.importer import import_tree, read_tree_file, save_import
+from a2x_local.taxonomy.induction.report import summary_rows
+from a2x_local.taxonomy.induction.resplit import overfull_leaves, resplit_nodes
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock, DatabaseLock, build_running
 from a2x_local.taxonomy.store import (
     activate,

@@ -27,7 +27,8 @@ def build_running(db_path: Path) -> bool:
 
     Only looks: the lock file is opened read-only and never created, so this works on a read-only registry."""
     try:
-        fd = os.open(BuildLock.path_for(Path(db_path)), os.O_RDONLY)
+        # Never blocking (a named pipe put there) and never through a link.
+        fd = os.open(BuildLock.path_for(Path(db_path)), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False    # no lock file: no build ever ran here (a running build always has one)
     try:

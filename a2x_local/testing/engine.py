@@ -25,14 +25,19 @@ AnswerRule = Callable[[Request], str]
 
 
 class ScriptedEngine(Engine):
-    """Answers each request with ``rule(request)``; an answer longer than the budget is cut off ("length")."""
+    """Answers each request with ``rule(request)``; an answer longer than the budget is cut off ("length").
+
+    ``before_round(n)`` runs before round ``n`` (1-based) is answered: the seam where a test stops a build mid-way
+    (raise in it, or wait there to be killed) without replacing the engine's own methods."""
 
     name = "scripted"
 
-    def __init__(self, rule: AnswerRule, *, context_window: int = 32768) -> None:
+    def __init__(self, rule: AnswerRule, *, context_window: int = 32768,
+                 before_round: Callable[[int], None] | None = None) -> None:
         super().__init__()
         self.rule = rule
         self.context_window = context_window
+        self.before_round = before_round
         self.batches: list[int] = []
 
     @property
@@ -44,6 +49,8 @@ class ScriptedEngine(Engine):
         return {"engine": self.name, "rule": getattr(self.rule, "__qualname__", type(self.rule).__qualname__)}
 
     def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
+        if self.before_round is not None:
+            self.before_round(len(self.batches) + 1)
         self.batches.append(len(requests))
         outputs = []
         for request in requests:

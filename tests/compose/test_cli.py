@@ -143,7 +143,7 @@ def test_search_with_method_compose_returns_the_plan_first(registry_db: Path, cl
     code, out, err = cli("search", TWO_NEEDS, "--method", "compose", "-o", "step_method=bm25", "-k", "4", "--json")
     assert code == 0, err
     answer = json.loads(out)
-    ids = [hit["id"] for hit in answer["hits"]]
+    ids = [hit["service_id"] for hit in answer["hits"]]
     assert ids[:2] == ["weather", "hotels"] and len(ids) == 4 and answer["ranked"] is True
     assert answer["trace"]["plan"]["services"] == ["weather", "hotels"]
     code, _, err = cli("search", TWO_NEEDS, "--method", "compose", "-o", "step_method=bm25", "--mode", "get_one")

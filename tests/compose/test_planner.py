@@ -17,7 +17,7 @@ from a2x_local.errors import UserError
 from a2x_local.llm.types import Request
 from a2x_local.registry import Service
 from a2x_local.search.retrieval.similarity import Background
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.testing import ScriptedEngine
 
 SERVICES = [Service(sid, "generic", name, f"{name} service") for sid, name in [
@@ -29,7 +29,7 @@ TABLE = {"check seats": ["seats", "refund"], "change the ticket": ["change", "re
          "weather in Rome": ["weather", "hotel"], "a hotel": ["hotel"], "check seats; change the ticket": ["weather"]}
 
 
-class StepMethod:
+class StepMethod(SearchMethod):
     """Answers step searches from TABLE; records each batch; charges tokens when ``tokens`` is set."""
 
     name = "scripted"
@@ -212,7 +212,7 @@ def test_the_rule_decomposer_asks_the_registry_once_per_round() -> None:
     composer, _, similarity = _with_similarity(table)
     plans = composer.plan(["check seats and refund tickets", "weather in Rome"], k=2)
     assert similarity.asked == [["check seats", "refund tickets", "check seats and refund tickets"]]
-    assert [s.task for s in plans[0].steps] == ["check seats", "and refund tickets"]   # both confident, distinct
+    assert [s.task for s in plans[0].steps] == ["check seats", "refund tickets"]   # both confident, distinct
     unasked, _, _ = _with_similarity(table, probe=False)
     assert len(unasked.plan(["check seats and refund tickets"], k=2)[0].steps) == 1
     covered, _, _ = _with_similarity({**table, ("check seats and refund tickets", "refund"): 0.4})
@@ -264,14 +264,15 @@ def _planner(names: dict[str, str], table: dict[str, list[str]], cosines: dict, 
 
 NAMED = {"hub": "notifyHub", "slack": "Slack MCP Server", "jira": "Jira", "mail": "mailer", "sky": "SkyCast",
          "cast": "castWeather"}
-NAMED_TABLE = {"open a Jira ticket": ["jira", "hub"], "post it on Slack": ["hub", "mail"],
+# "post it on Slack" takes the Jira step's output: it is searched as "post on Slack" (references.retrieval_text).
+NAMED_TABLE = {"open a Jira ticket": ["jira", "hub"], "post on Slack": ["hub", "mail"],
                "open a Jira ticket then post it on Slack": ["jira", "hub"], "post it on Slack and nothing else":
                ["hub", "mail"]}
 
 
 def test_a_step_that_names_a_service_chooses_it_and_ranks_it_first() -> None:
-    cosines = {("post it on Slack", "hub"): 0.6, ("post it on Slack", "slack"): 0.3,
-               ("post it on Slack", "mail"): 0.2, ("open a Jira ticket", "jira"): 0.7}
+    cosines = {("post on Slack", "hub"): 0.6, ("post on Slack", "slack"): 0.3,
+               ("post on Slack", "mail"): 0.2, ("open a Jira ticket", "jira"): 0.7}
     composer = _planner(NAMED, NAMED_TABLE, cosines)
     [planned] = composer.plan_ranked(["open a Jira ticket then post it on Slack"], k=3, depth=5)
     second = planned.plan.steps[1]

@@ -129,3 +129,28 @@ def test_two_builds_into_one_folder_never_share_work_and_the_second_is_refused(t
     assert str(finished_first) in str(refused.value)
     assert (finished_first / "SHA256SUMS").read_text() == "theirs\n"  # theirs is kept
     assert not list(tmp_path.glob(".other.partial-*"))  # ours is gone
+
+
+def test_bundle_model_of_a_packaged_alias_imports_and_carries_it(cli, home: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    """`bundle --model ALIAS` for an alias whose GGUF ships as a package (as smollm2-135m's does): the folder is
+    imported first (it was missing), checked, and carried with its import record."""
+    from tests.support.gguf_files import packaged_alias_config, write_tiny_gguf
+
+    monkeypatch.setenv("A2X_MODELS_DIR", str(tmp_path / "models"))
+    site = tmp_path / "site"
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text(packaged_alias_config(site, write_tiny_gguf(tmp_path / "tiny.gguf")))
+    monkeypatch.syspath_prepend(str(site))
+    out = tmp_path / "a2x-cpu"
+    result = cli("bundle", "--target", "cpu", "--out", out, "--reuse", earlier_bundle(tmp_path / "earlier"),
+                 "--model", "tiny-packaged", "--json", db=False)
+    assert result.code == 0, result.err
+    assert "importing it once" in result.err and (tmp_path / "models" / "Tiny-Packaged" / "config.json").is_file()
+    [carried] = json.loads((out / "bundle.json").read_text())["models"]
+    assert carried["alias"] == "tiny-packaged" and carried["archive"] == "models/Tiny-Packaged.tar"
+    with tarfile.open(out / carried["archive"]) as tar:
+        names = set(tar.getnames())
+    assert {"Tiny-Packaged/a2x-gguf-import.json", "Tiny-Packaged/model.safetensors",
+            "Tiny-Packaged/a2x-model-manifest.json"} <= names
+    assert check_sums(out) == []

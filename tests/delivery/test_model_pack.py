@@ -67,11 +67,11 @@ def test_verify_of_the_unpacked_folder_names_missing_truncated_and_added_files(m
     (unpacked / "sub" / "tokenizer.json").unlink()
     weights = unpacked / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:1000])
-    (unpacked / "extra.bin").write_text("x")
+    (unpacked / "notes.txt").write_text("x")
     report = verify_model(unpacked)
     assert sorted(p.split(":")[0] for p in report.problems) == ["model.safetensors", "sub/tokenizer.json"]
     assert "truncated" in next(p for p in report.problems if p.startswith("model.safetensors"))
-    assert report.warnings == ["extra.bin: not in the manifest (added after packing?)"]
+    assert report.warnings == ["notes.txt: not in the manifest (added after packing?)"]
 
 
 def test_pack_refuses_to_overwrite_and_leaves_nothing_half_written(model_folder: Path, tmp_path: Path,
@@ -84,7 +84,7 @@ def test_pack_refuses_to_overwrite_and_leaves_nothing_half_written(model_folder:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(tarfile.TarFile, "addfile", disk_full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(UserError, match="No space left"):
         packed(model_folder, tmp_path / "other")
     assert list((tmp_path / "other").iterdir()) == []
 

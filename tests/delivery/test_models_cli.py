@@ -47,3 +47,35 @@ def test_pack_refuses_a_model_that_fails_the_check(cli, tiny_model_dir: Path, tm
 def test_verify_of_a_missing_path_is_a_user_error(cli, tmp_path: Path):
     result = cli("models", "verify", tmp_path / "nothing.tar", db=False)
     assert result.code == 1 and "no such file" in result.err
+
+
+def test_pack_refuses_a_name_that_leaves_out_before_any_work(cli, tiny_model_dir: Path, tmp_path: Path):
+    """Issue 32, finding 13: `--name ../escaped` wrote outside --out, `a/b` failed with a raw OS error."""
+    for name in ("../escaped", "a/b"):
+        result = cli("models", "pack", tiny_model_dir, "--out", tmp_path / "out", "--name", name, db=False)
+        assert result.code == 1 and "model name" in result.err and "hint:" in result.err, result.err
+        assert "this is a bug" not in result.err
+    assert not (tmp_path / "escaped.tar").exists() and not (tmp_path / "out").exists()
+
+
+def test_verify_of_a_hostile_archive_exits_1_with_names_escaped(cli, tmp_path: Path):
+    """A member named with a terminal escape and rich markup is shown escaped; the archive is not intact."""
+    import hashlib
+    import io
+
+    archive = tmp_path / "m.tar"
+    config = b"{}"
+    listed = {"path": "config.json", "bytes": 2, "sha256": hashlib.sha256(config).hexdigest()}
+    manifest = {"format": "a2x-model-pack", "version": 1, "name": "m", "alias": None, "checked_with": {},
+                "files": [listed],
+                "total_bytes": 2}
+    with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in (("m/config.json", config), ("m/\x1b[2J[red]x[/red].bin", b"x"),
+                           ("m/a2x-model-manifest.json", json.dumps(manifest).encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    result = cli("models", "verify", archive, db=False)
+    assert result.code == 1, result.out + result.err
+    assert "\x1b" not in result.out and "\\x1b[2J[red]x[/red].bin" in result.out, result.out
+    assert "this is a bug" not in result.err

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from a2x_local.db import migrations
 from tests.delivery.offline import Offline, network_namespace_or_skip, run_bundle
 from tests.support.paths import ROOT, SAMPLE
 
@@ -52,16 +53,21 @@ def tree_by_type(services: list[dict]) -> dict:
             "root": {"name": "All", "description": "Every service.", "children": children}}
 
 
+def hit_id(hit: dict) -> str:
+    """A search hit's service id: `service_id` since the CLI named it as the API does, `id` in older versions."""
+    return hit["service_id"] if "service_id" in hit else hit["id"]
+
+
 def answers(offline: Offline, cli: Path, db: Path, tiny: Path, *a2x_options: str) -> dict:
     """Every search answer the registry gives: the hybrid hits, the A2X descent's hits and decisions (not its cost
     fields, which later versions report more of), and the active tree."""
     found = {}
     for query in QUERIES:
         hybrid = offline.json(cli, "search", query, "--method", "hybrid", "--k", "5", "--db", db)
-        found[f"hybrid: {query}"] = [hit["id"] for hit in hybrid["hits"]]
+        found[f"hybrid: {query}"] = [hit_id(hit) for hit in hybrid["hits"]]
     a2x = offline.json(cli, "search", QUERIES[0], "--method", "a2x", "--model", tiny, "--engine", "transformers",
                        "--dtype", "float32", "--db", db, *a2x_options)
-    found["a2x"] = {"hits": [hit["id"] for hit in a2x["hits"]], "decisions": a2x["trace"]["decisions"]}
+    found["a2x"] = {"hits": [hit_id(hit) for hit in a2x["hits"]], "decisions": a2x["trace"]["decisions"]}
     found["active tree"] = [row["id"] for row in offline.json(cli, "tree", "list", "--db", db) if row["active"]]
     return found
 
@@ -97,11 +103,20 @@ def test_upgrade_from_an_older_bundle_keeps_the_registry_and_its_answers(cpu_bun
     assert stats["services"] == 333 and stats["software"]["bundle_id"] == new_id
     history = stats["software_history"]
     assert [row["software"] for row in history[:3]] == [None, None, None]  # the old install's migrations 1-3
-    assert (history[3]["bundle_id"], history[3]["schema_from"], history[3]["schema_to"]) == (new_id, 3, 4)
+    latest = migrations()[-1][0]  # the upgrade applies every migration added since that commit, in one step
+    assert (history[3]["bundle_id"], history[3]["schema_from"], history[3]["schema_to"]) == (new_id, 3, latest)
 
     # The search's default presentation changed since that commit (issue 27: the published lines in cache-stable
     # lists); its old defaults are the `lean` preset now, under which every answer must be the same.
+    # Later versions add fields to each decision (issue 31: the options `shown`, the `overselected` guard); the
+    # fields the old version reported must hold the same values.
     after = answers(offline, cli, db, tiny, "--preset", "lean")
+    new_fields = {"shown", "overselected"}
+    new_decisions, old_decisions = after["a2x"]["decisions"], before["a2x"]["decisions"]
+    assert len(new_decisions) == len(old_decisions), (new_decisions, old_decisions)
+    assert all(new_fields <= set(decision) for decision in new_decisions)
+    after["a2x"]["decisions"] = [{key: new.get(key) for key in old}
+                                 for new, old in zip(new_decisions, old_decisions, strict=True)]
     assert after == before
     assert answers(offline, cli, db, tiny)["a2x"]["decisions"]  # and the new default runs on the upgraded registry
     assert offline.attempts() == [], "network attempts:\n" + "\n".join(offline.attempts())

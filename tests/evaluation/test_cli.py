@@ -86,6 +86,26 @@ def test_compare(registry_db: Path, cli, queries_file: Path, tmp_path: Path, cap
     table = capsys.readouterr().out
     assert code == 0 and "hybrid" in table and "hit@10" in table
     assert run(["eval", "compare", str(tmp_path / "nothing")]) == 1
+    assert result["comparable"] is True and result["warnings"] == []
+
+
+def test_compare_says_when_runs_are_not_comparable(registry_db: Path, cli, queries_file: Path, tmp_path: Path,
+                                                   capsys) -> None:
+    """A k=5 run on part of the queries beside a k=10 run on all of them is named as no comparison (issue 33)."""
+    for name, extra in (("short", ["-k", "5", "--limit", "1"]), ("long", ["-k", "10"])):
+        code, _, err = cli("eval", "-q", str(queries_file), "-m", "bm25", "--out", str(tmp_path / name), *extra)
+        assert code == 0, err
+    capsys.readouterr()
+    code = run(["eval", "compare", str(tmp_path / "short"), str(tmp_path / "long"), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["comparable"] is False
+    assert any("different k" in w for w in result["warnings"])
+    assert any("different query sets" in w for w in result["warnings"])
+    code = run(["eval", "compare", str(tmp_path / "short"), str(tmp_path / "long"), "--out", str(tmp_path / "c"),
+                "--no-plots"])
+    out = capsys.readouterr().out
+    assert code == 0 and "not comparable" in out
+    assert "Not comparable" in (tmp_path / "c" / "compare.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(("content", "needles"), [

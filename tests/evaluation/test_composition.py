@@ -13,7 +13,7 @@ from a2x_local.evaluation.harness import EvaluationConfig, RegistryInfo
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import compare_row, render_report
 from a2x_local.evaluation.runner import plan_run, run_evaluation
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 
 REGISTRY = RegistryInfo("test.duckdb", "f" * 64, frozenset("abcdefghij"))
 QUERIES = [
@@ -28,7 +28,7 @@ COMPOSED = {"one": {"steps": 1, "services": ["x"], "step_rankings": [["x", "a", 
             "three": {"steps": 1, "services": ["d"], "step_rankings": [["d", "x", "e"]]}}
 
 
-class Decomposing:
+class Decomposing(SearchMethod):
     name = "decomposing"
     ranked = True
 

@@ -13,12 +13,12 @@ from a2x_local.evaluation.harness import RESULTS_FILE, EvaluationConfig, Registr
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import load_summary
 from a2x_local.evaluation.runner import compare_runs, plan_run, run_evaluation
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 
 REGISTRY = RegistryInfo("test.duckdb", "f" * 64, frozenset("abcdefghij"))
 
 
-class ScriptedMethod:
+class ScriptedMethod(SearchMethod):
     """Answers from a table (query text -> ranked ids); can crash on a given batch or fail given queries."""
 
     name = "scripted"

@@ -34,6 +34,9 @@ class Confused(World):
         return "\n".join(shifted)
 
 
+SYNC_COUNTS = ("added", "updated", "removed", "unchanged")   # the sync report's counts, each under its name
+
+
 def write_export(path: Path, listed) -> Path:
     path.write_text(json.dumps([s.to_dict() for s in listed]), encoding="utf-8")
     return path
@@ -76,7 +79,7 @@ def test_the_nightly_job_twice_against_a_changing_export(cli, night, tmp_path, d
     assert first.code == 0, first.err
     one = first.json()
     assert one["status"] == "activated" and one["action"] == "build" and one["reason"] == "no active tree"
-    assert one["sync"]["counts"] == {"added": 18, "updated": 0, "removed": 0, "unchanged": 0}
+    assert {key: one["sync"][key] for key in SYNC_COUNTS} == {"added": 18, "updated": 0, "removed": 0, "unchanged": 0}
     assert one["candidate"] == 1 and one["active_before"] is None and one["active_after"] == 1
     assert one["gate"] == {"skipped": "no active tree to compare with"}
     assert json.loads(report.read_text()) == {k: v for k, v in one.items() if k != "report_file"}
@@ -88,7 +91,8 @@ def test_the_nightly_job_twice_against_a_changing_export(cli, night, tmp_path, d
                  "--report", report, "--json")
     assert second.code == 0, second.err
     two = second.json()
-    assert two["sync"]["counts"] == {"added": 2, "updated": 0, "removed": 1, "unchanged": 17}
+    assert {key: two["sync"][key] for key in SYNC_COUNTS} == {"added": 2, "updated": 0, "removed": 1, "unchanged": 17}
+    assert two["sync"]["removed_ids"] == ["travel-hotel-2"]
     assert two["action"] == "update" and two["status"] == "activated" and two["candidate"] == 2
     assert two["update"]["changes"]["removed"] == ["travel-hotel-2"]
     assert {p["service"]: p["nodes"] for p in two["update"]["placed"]} == {"weather-hail-0": ["root/3"],
@@ -166,7 +170,7 @@ def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home,
         seen["checkpoint_wait_s"] = kwargs["waits"].checkpoint
         raise UserError("stop here")
 
-    monkeypatch.setattr("a2x_local.taxonomy.build.runner._execute", execute)
+    monkeypatch.setattr("a2x_local.taxonomy.induction.runner._execute", execute)
     export = write_export(tmp_path / "export.json", services(BASE, 1))
     result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
     assert result.code == 1 and "stop here" in result.err

@@ -21,7 +21,7 @@ from a2x_local.taxonomy import (
     load_tree,
     save_import,
 )
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import BASE, World, service, services, world_config, write_world_config
 from tests.support.registries import make_registry

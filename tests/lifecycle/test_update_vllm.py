@@ -14,7 +14,7 @@ from a2x_local.llm.cache import AnswerCache, CachedEngine
 from a2x_local.registry import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import get_build, load_tree
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import World, service, services, world_config
 from tests.support.registries import make_registry

@@ -11,7 +11,7 @@ from a2x_local.llm import JsonConstraint, RegexConstraint, Request, with_answer_
 from a2x_local.llm.cache import AnswerCache, CachedEngine, answer_key, engine_identity
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import load_usage
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import world_config
 from tests.support.registries import make_registry

@@ -72,7 +72,9 @@ def test_invalid_alias_names_the_file_and_alias(settings: Settings) -> None:
 
 def test_precedence_engine_table_then_alias_then_flags(settings: Settings) -> None:
     _, config = engine_settings(settings, EngineOptions(model="qwen3-8b"), must_exist=False)
-    assert config.name == "vllm" and config.max_model_len == 32768 and config.dtype == "bfloat16"
+    assert config.name == "vllm" and config.max_model_len == 32768 and config.dtype == "auto"
+    _, awq = engine_settings(settings, EngineOptions(model="qwen2.5-32b-awq"), must_exist=False)
+    assert awq.dtype == "float16" and awq.quantization == "awq"  # the alias's own settings win over [engine]
     assert config.chat_template_kwargs == {"enable_thinking": False}
     assert config.enable_prefix_caching is True  # from [engine]
     options = EngineOptions(model="qwen3-8b", engine="openai", max_model_len=4096, base_url="http://127.0.0.1:9/v1")

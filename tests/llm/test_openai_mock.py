@@ -89,8 +89,7 @@ def make_engine(server: FakeServer, *, model: str = "served", concurrency: int =
                 timeout_s: float = 0.25, **kwargs: Any) -> OpenAIEngine:
     config = OpenAIConfig.defaults(base_url=BASE_URL, concurrency=concurrency, timeout_s=timeout_s,
                                    max_retries=max_retries)
-    client = httpx.Client(transport=httpx.MockTransport(server))
-    return OpenAIEngine(config, model=model, http_client=client, **kwargs)
+    return OpenAIEngine(config, model=model, transport=httpx.MockTransport(server), **kwargs)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from a2x_local.registry import Service
 from a2x_local.search.methods import make_method
 from a2x_local.search.types import SearchRequest
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config
 

@@ -8,8 +8,8 @@ from a2x_local.llm import Request, Usage
 from a2x_local.llm.cache import AnswerCache, CachedEngine
 from a2x_local.llm.replicas import WireJson, slices, wire
 from a2x_local.llm.types import JsonConstraint, RegexConstraint
-from a2x_local.taxonomy.build.schemas import design_model
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.schemas import design_model
 from a2x_local.testing import ScriptedEngine
 
 

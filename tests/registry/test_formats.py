@@ -114,3 +114,18 @@ def test_folder_mixes_formats_and_skips_files_inside_skill_folders(tmp_path: Pat
     (skill / "template.json").write_text("{\"not\": \"a service\"}")
     [(_folder, fmt, services)] = read_path(tmp_path)
     assert (fmt, [s.id for s in services]) == ("skills", ["skill/reports"])
+
+
+def test_a_one_entry_list_missing_its_description_is_refused_for_that_field(tmp_path) -> None:
+    """docs/registry.md's example: the field is named, not "cannot tell which service format this is"."""
+    from a2x_local.errors import InputError
+    from a2x_local.registry.formats import read_path
+
+    path = tmp_path / "tools.json"
+    path.write_text('[{"id": "weather/get", "name": "Get weather"}]', encoding="utf-8")
+    try:
+        read_path(path)
+    except InputError as exc:
+        assert "field 'description'" in str(exc) and "cannot tell" not in str(exc)
+    else:
+        raise AssertionError("a list without a description was accepted")

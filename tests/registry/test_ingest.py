@@ -36,9 +36,9 @@ def test_all_shared_registries_in_one_database(cli) -> None:
     report = result.json()
     skill_count = len(list((DATA / "skills").rglob("SKILL.md")))
     assert [f["services"] for f in report["files"]] == [1839, 1387, 21, skill_count]
-    assert report["registry_services"] == 1839 + 1387 + 21 + skill_count
+    assert report["services_after"] == 1839 + 1387 + 21 + skill_count and report["services_before"] == 0
     stats = cli("stats", "--json").json()
-    assert stats["services"] == report["registry_services"]
+    assert stats["services"] == report["services_after"]
     assert stats["by_type"] == {"generic": 1839 + 1387, "a2a": 21, "skill": skill_count}
 
 
@@ -48,7 +48,7 @@ def test_reingesting_identical_content_is_a_no_op(cli, db_path: Path) -> None:
     again = cli("ingest", SAMPLE, "--json")
     assert again.code == 0
     report = again.json()
-    assert report["added"] == 0 and report["updated"] == [] and report["unchanged"] == before["services"]
+    assert report["added"] == 0 and report["updated"] == 0 and report["unchanged"] == before["services"]
     assert cli("stats", "--json").json()["fingerprint"] == before["fingerprint"]
 
 
@@ -68,7 +68,9 @@ def test_changed_entry_is_a_conflict_without_replace_and_an_update_with_it(cli, 
     replaced = cli("ingest", second, "--replace", "--json")
     assert replaced.code == 0
     report = replaced.json()
-    assert report["added"] == 1 and report["updated"] == [{"id": "svc/b", "fields": ["description"]}]
+    assert report["added"] == 1 and report["added_ids"] == ["svc/c"]
+    assert report["updated"] == 1 and report["updated_ids"] == ["svc/b"]
+    assert report["updated_fields"] == {"svc/b": ["description"]}
     shown = cli("services", "show", "svc/b", "--json").json()
     assert shown["description"] == "Does beta things, better."
 
@@ -199,3 +201,34 @@ def test_dry_run_writes_nothing(cli, db_path: Path) -> None:
     result = cli("ingest", SAMPLE, "--dry-run", "--json")
     assert result.code == 0 and result.json()["added"] > 300
     assert cli("stats", "--json").json()["services"] == 0
+
+
+def test_a_dry_run_says_what_the_registry_would_hold(cli, db_path: Path, tmp_path: Path) -> None:
+    entries = good_entries()
+    assert cli("ingest", write_json(tmp_path / "v1.json", entries[:1])).code == 0
+    second = write_json(tmp_path / "v2.json", entries)
+    shown = cli("ingest", second, "--dry-run")
+    assert shown.code == 0, shown.err
+    added = len(entries) - 1
+    assert f"would add {added}" in shown.out and "now holds" not in shown.out
+    assert f"registry would hold {len(entries)} services (before: 1)" in shown.out
+    data = cli("ingest", second, "--dry-run", "--json").json()
+    assert (data["services_before"], data["services_after"], data["added"]) == (1, len(entries), added)
+    real = cli("ingest", second, "--json").json()
+    assert (real["services_before"], real["services_after"]) == (1, len(entries))
+    assert cli("stats", "--json").json()["services"] == len(entries)
+
+
+def test_ingest_and_sync_report_changes_alike(cli, db_path: Path, tmp_path: Path) -> None:
+    """Counts under the kind's name, ids under `<kind>_ids`, fields under `updated_fields`: in both reports."""
+    entries = good_entries()
+    assert cli("ingest", write_json(tmp_path / "v1.json", entries)).code == 0
+    entries[0]["description"] = "Changed."
+    ingested = cli("ingest", write_json(tmp_path / "v2.json", entries), "--replace", "--json").json()
+    entries[1]["description"] = "Changed too."
+    synced = cli("ingest", write_json(tmp_path / "v3.json", entries[1:]), "--sync", "--force", "--json").json()
+    for report, updated in ((ingested, entries[0]["id"]), (synced, entries[1]["id"])):
+        assert report["updated"] == 1 and report["updated_ids"] == [updated], report
+        assert report["updated_fields"] == {updated: ["description"]}
+        assert isinstance(report["added"], int) and isinstance(report["added_ids"], list)
+    assert synced["removed"] == 1 and synced["removed_ids"] == [entries[0]["id"]]

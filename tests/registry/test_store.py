@@ -76,7 +76,7 @@ def test_services_cli_list_show_remove(cli, db_path) -> None:
     missing = cli("services", "remove", first, "no/such/service")
     assert missing.code == 1 and "no/such/service" in missing.err
     assert cli("services", "show", first).code == 0  # all or nothing: the existing one is still there
-    assert cli("services", "remove", first, "--json").json()["removed"] == 1
+    assert cli("services", "remove", first, "--json").json() == {"removed": 1, "removed_ids": [first]}
     gone = cli("services", "show", first)
     assert gone.code == 1 and "no service with id" in gone.err
 

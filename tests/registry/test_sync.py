@@ -40,8 +40,9 @@ def test_sync_adds_updates_and_removes_so_the_registry_equals_the_export(db_path
                           [report.run_id]).fetchone()
     assert run == (1, 1, 1, 8, True, True)
     data = report.to_dict()
-    assert data["counts"] == {"added": 1, "updated": 1, "removed": 1, "unchanged": 8}
-    assert data["services_after"] == 10 and data["removed"] == ["svc/0"]
+    assert {key: data[key] for key in ("added", "updated", "removed", "unchanged")} == \
+        {"added": 1, "updated": 1, "removed": 1, "unchanged": 8}
+    assert data["services_after"] == 10 and data["removed_ids"] == ["svc/0"]
 
 
 def test_sync_of_the_same_export_changes_nothing(db_path, tmp_path):
@@ -98,8 +99,9 @@ def test_cli_sync_table_json_and_errors(cli, tmp_path):
     result = cli("ingest", export(tmp_path / "v2.json", [entry(i) for i in range(1, 11)]), "--sync", "--json")
     assert result.code == 0, result.err
     data = result.json()
-    assert data["counts"] == {"added": 1, "updated": 0, "removed": 1, "unchanged": 9}
-    assert data["added"] == ["svc/10"] and data["removed"] == ["svc/0"]
+    assert {key: data[key] for key in ("added", "updated", "removed", "unchanged")} == \
+        {"added": 1, "updated": 0, "removed": 1, "unchanged": 9}
+    assert data["added_ids"] == ["svc/10"] and data["removed_ids"] == ["svc/0"] and data["updated_ids"] == []
 
     table = cli("ingest", export(tmp_path / "v3.json", [entry(i) for i in range(2, 11)]), "--sync")
     assert table.code == 0 and "removed" in table.out and "svc/1" in table.out and "now holds 9" in table.out
@@ -112,3 +114,15 @@ def test_cli_sync_table_json_and_errors(cli, tmp_path):
     assert cli("ingest", tmp_path / "v4.json", "--sync", "--force").code == 0
     assert cli("stats", "--json").json()["services"] == 1
     assert cli("ingest", tmp_path / "v4.json", "--force").code == 2        # --force only means something with --sync
+
+
+def test_sync_lists_ids_whole_in_a_narrow_terminal(cli, tmp_path, monkeypatch):
+    from a2x_local.cli.output import console
+
+    long_id = "svc/" + "a-long-service-name-" * 3
+    assert cli("ingest", export(tmp_path / "v1.json", [entry(i) for i in range(10)]), "--sync").code == 0
+    monkeypatch.setattr(console, "width", 40)
+    added = {**entry(10), "id": long_id}
+    result = cli("ingest", export(tmp_path / "v2.json", [entry(i) for i in range(10)] + [added]), "--sync")
+    assert result.code == 0, result.err
+    assert f"added: {long_id}" in result.out.splitlines(), result.out

@@ -105,8 +105,9 @@ def test_eval_over_50_toolret_queries_completes_with_valid_answers(built_db, tin
 def test_search_trace_with_the_real_engine(built_db, tiny_engine_args, monkeypatch, capsys):
     monkeypatch.setenv("A2X_HOME", str(built_db.parent / "home"))
     capsys.readouterr()
+    # The registry (~80 services) is smaller than direct selection's threshold: off, so the descent is traced.
     code = run(["search", "weather forecast for Beijing", "--method", "a2x", "--mode", "get_one", *tiny_engine_args,
-                "--db", str(built_db), "--json"])
+                "-o", "direct_select_below=0", "--db", str(built_db), "--json"])
     out = capsys.readouterr().out
     assert code == 0
     answer = json.loads(out)

@@ -110,7 +110,7 @@ def test_cli_json_carries_costs_and_the_trace(db_path, cli, scripted_a2x):
                         "--mode", "get_all", "-o", "merge_threshold=0", "-o", "pack_groups=false")
     assert code == 0
     data = json.loads(out)
-    assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]
+    assert [hit["service_id"] for hit in data["hits"]] == ["h1", "h2"]
     assert data["hits"][0]["path"] == ["root", "root/1", "root/1/2"] and data["hits"][0]["name"] == "tool_h1"
     # Two descent calls, then one selection call per unmerged group (Travel, Hotels; the root's own services were
     # an option of their own, pruned) in one round.
@@ -142,7 +142,7 @@ def test_an_imported_tree_is_searched_like_a_built_one(db_path, tmp_path, cli, s
     code, out, _ = cli("search", "find hotels", "--method", scripted_a2x, "--json")
     assert code == 0
     data = json.loads(out)
-    assert [hit["id"] for hit in data["hits"]] == ["h1", "h2"]
+    assert [hit["service_id"] for hit in data["hits"]] == ["h1", "h2"]
     assert data["hits"][0]["path"] == ["root", "root/1", "root/1/2"]
     # Adding a service makes the imported tree stale, exactly like a built one: it keeps serving, and says so.
     with connect(db_path) as con:

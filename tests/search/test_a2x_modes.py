@@ -31,7 +31,8 @@ def _wide(config: LlmSearchConfig):
 
 
 def test_get_all_takes_every_chosen_child_and_service_without_a_cap():
-    method, oracle = _wide(descent_config())
+    # Only the answer caps are watched here: the over-selection guard (test_a2x_budget.py) is off.
+    method, oracle = _wide(descent_config(overselect_share=1.0))
     answer = method.search("everything late", mode="get_all")
     root = answer.trace["decisions"][0]
     assert len(root["selected"]) == 8 and not root["capped"]

@@ -13,8 +13,8 @@ from a2x_local.db import connect
 from a2x_local.search import SearchRequest, make_method
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.build.language import category_language
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.language import category_language
+from a2x_local.taxonomy.induction.runner import run_build
 from tests.support.paths import TOOLRET_ZH
 from tests.support.registries import make_registry, services_from
 from tests.taxonomy.helpers import small_config

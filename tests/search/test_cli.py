@@ -49,8 +49,8 @@ def test_search_one_query(registry_db: Path, cli, capsys) -> None:
     assert code == 0
     result = json.loads(out)
     assert result["method"] == "bm25" and len(result["hits"]) <= 2
-    assert result["hits"][0] == {"rank": 1, "id": "weather", "name": "getWeatherForecast",
-                                 "score": result["hits"][0]["score"], "path": []}
+    assert result["hits"][0] == {"rank": 1, "service_id": "weather", "name": "getWeatherForecast",
+                                 "score": result["hits"][0]["score"], "path": [], "has_schema": True}
     code, out, _ = cli("search", "reserve a hotel room", "--method", "hybrid", "--k", "3")
     assert code == 0 and "hotels" in out and "bookHotel" in out
 
@@ -61,7 +61,7 @@ def test_search_a_query_file(registry_db: Path, cli, tmp_path: Path, capsys, mon
     code, out, _ = cli("search", "--queries", str(queries), "--method", "dense", "--json")
     assert code == 0
     results = json.loads(out)["results"]
-    assert [r["hits"][0]["id"] for r in results] == ["email", "news"]
+    assert [r["hits"][0]["service_id"] for r in results] == ["email", "news"]
     default_k = RetrievalConfig.from_settings(load_settings(db=registry_db)).default_k
     assert all(len(r["hits"]) == default_k for r in results)    # default k from [retrieval] default_k
     # The registry holds ten services, as many as the shipped default: a smaller default_k shows it is obeyed.

@@ -25,7 +25,7 @@ def test_a_corrupted_index_is_rebuilt_and_the_search_answers(cli, registry_db, m
     assert scribble(folder, pattern)
     again = cli("search", "weather forecast", "-m", method, "--json")
     assert again.code == 0, again.err
-    assert again.json()["hits"][0]["id"] == first.json()["hits"][0]["id"] == "weather"
+    assert again.json()["hits"][0]["service_id"] == first.json()["hits"][0]["service_id"] == "weather"
     report = cli("index", "--only", kind, "--json")
     assert report.code == 0 and report.json()["indexes"][0]["built"] is False     # the rebuilt copy is current
 

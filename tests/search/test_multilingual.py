@@ -104,9 +104,9 @@ def test_a_chinese_registry_is_searched_with_the_multilingual_model(chinese_db: 
     for method in ("dense", "hybrid"):
         code, out, err = cli("search", "我想在银行开一个新账户", "--method", method, "-k", "3", "--json")
         assert code == 0, err
-        assert "apibank_tool_25" in [hit["id"] for hit in json.loads(out)["hits"]], method
+        assert "apibank_tool_25" in [hit["service_id"] for hit in json.loads(out)["hits"]], method
     code, out, _ = cli("search", "open a bank account", "--method", "dense", "-k", "3", "--json")   # across languages
-    assert code == 0 and "apibank_tool_25" in [hit["id"] for hit in json.loads(out)["hits"]]
+    assert code == 0 and "apibank_tool_25" in [hit["service_id"] for hit in json.loads(out)["hits"]]
     # An English query shares almost no words with Chinese services: BM25 counts for less in its fusion.
     hybrid = make_method("hybrid", load_settings(db=chinese_db), chinese_db)
     assert hybrid.query_weights(["open a bank account", "开一个银行账户", "2024"]) == [(1.0, 0.25), (1.0, 1.0),

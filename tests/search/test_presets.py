@@ -116,7 +116,7 @@ def test_the_preset_flag_reaches_the_method_and_a_bad_one_is_refused(db_path, cl
     code, out, err = cli("search", "fly and invest", "--method", "a2x", "--engine", "scripted", "--preset",
                          "singles", "--json")
     assert code == 0, err
-    assert json.loads(out)["options"]["preset"] == "singles" and set(json.loads(out)["hits"][0]["id"]) != set()
+    assert json.loads(out)["options"]["preset"] == "singles" and set(json.loads(out)["hits"][0]["service_id"]) != set()
     selection = [r for r in seen if r.context["call"] == "select"]
     assert len(selection) > 2 and all(len(r.context["options"]) == 1 for r in selection)
     seen.clear()

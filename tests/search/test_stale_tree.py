@@ -82,7 +82,7 @@ def test_the_cli_prints_a_warning_and_puts_it_in_the_json(db_path, cli, scripted
     data = result.json()
     assert data["warnings"] == [data["trace"]["stale"]["warning"]]
     assert data["trace"]["stale"]["missing"] == 1 and data["trace"]["stale"]["unplaced"] == 3
-    assert {hit["id"] for hit in data["hits"]} == {"h1", "h2"}
+    assert {hit["service_id"] for hit in data["hits"]} == {"h1", "h2"}
 
 
 def test_a_query_file_gets_the_warning_once(db_path, cli, scripted, tmp_path):

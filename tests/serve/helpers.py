@@ -5,7 +5,9 @@ with its services, a second tree to switch to, an oracle engine, and servers ove
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +23,7 @@ from a2x_local.taxonomy import store
 from a2x_local.taxonomy.types import Tree
 from tests.search.a2x_helpers import Oracle, make_tree, sample_tree, store_registry_and_tree
 from tests.support.processes import cli_command, tree_env
-from tests.support.servers import free_port, serving
+from tests.support.servers import bound_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 WANTED = {"find hotels": {"h1", "h2"}, "stock prices": {"s1", "s2"}}
@@ -65,17 +67,18 @@ def make_server(db_path: Path, engine: Engine | None = None, *, ready: bool = Tr
     return server
 
 
-def write_test_config(home: Path) -> Path:
-    """A config file giving a server process the quick-start [serve] settings."""
+def write_test_config(home: Path, **serve: object) -> Path:
+    """A config file giving a server process the quick-start [serve] settings, ``serve`` over them."""
     home.mkdir(parents=True, exist_ok=True)
     path = home / "serve-test.toml"
-    path.write_text("[serve]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in TEST_SERVE.items()),
-                    encoding="utf-8")
+    path.write_text("[serve]\n" + "".join(f"{key} = {json.dumps(value)}\n"
+                                          for key, value in {**TEST_SERVE, **serve}.items()), encoding="utf-8")
     return path
 
 
-def server_env(home: Path) -> dict[str, str]:
-    env = tree_env(A2X_HOME=str(home), A2X_CONFIG=str(write_test_config(home)), HF_HUB_OFFLINE="1",
+def server_env(home: Path, **serve: object) -> dict[str, str]:
+    """The environment of a server process: its own home, the test [serve] settings (``serve`` over them)."""
+    env = tree_env(A2X_HOME=str(home), A2X_CONFIG=str(write_test_config(home, **serve)), HF_HUB_OFFLINE="1",
                    TRANSFORMERS_OFFLINE="1")
     env.pop("A2X_DB", None)
     env.pop("A2X_SERVE_TOKEN", None)
@@ -92,14 +95,21 @@ def stdio_server(db_path: Path, home: Path, *extra: str, env: dict[str, str] | N
 
 @contextmanager
 def running_server(db_path: Path, home: Path, *extra: str, startup_s: float = 120) -> Iterator[str]:
-    """`a2x-local serve` in its own process on a free loopback port; yields its base URL, stops it after."""
-    port = free_port()
+    """`a2x-local serve` in its own process on a loopback port it binds itself (`--port 0`, read back from its
+    log); yields its base URL, stops it after."""
     env = server_env(home)
-    log_path = home / f"server-{port}.log"
+    handle, name = tempfile.mkstemp(prefix="server-", suffix=".log", dir=home)
+    os.close(handle)
+    log_path = Path(name)
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port), *extra),
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", "0", *extra),
                                    env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    try:
+        url = f"http://127.0.0.1:{bound_port(process, log_path, startup_s)}"
+    except BaseException:
+        process.kill()
+        process.wait(timeout=10)
+        raise
     with serving(process, f"{url}/readyz", log_path, startup_s):
         yield url
 

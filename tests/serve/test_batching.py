@@ -10,12 +10,12 @@ from collections.abc import Sequence
 import pytest
 
 from a2x_local.errors import UserError
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.errors import TimedOut
 
 
-class Recorder:
+class Recorder(SearchMethod):
     """A method that answers each query with a hit named after it, and records every batch it was given."""
 
     name = "recorder"

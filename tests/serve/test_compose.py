@@ -24,7 +24,7 @@ def test_without_a_model_the_rules_split_and_each_step_is_searched(db_path) -> N
         with TestClient(create_app(server.discovery, planning=server.planning), base_url=LOOPBACK) as client:
             plan = client.post("/v1/compose", json={"request": TWO_NEEDS, "method": "bm25", "k": 3}).json()
             assert plan["decomposer"] == "rule" and plan["method"] == "bm25"
-            assert [step["task"] for step in plan["steps"]] == ["the h1 thing", "then the s2 thing"]   # words kept
+            assert [step["task"] for step in plan["steps"]] == ["the h1 thing", "the s2 thing"]   # no connector
             assert [step["query"] for step in plan["steps"]] == ["the h1 thing", "the s2 thing"]
             assert [step["choice"]["id"] for step in plan["steps"]] == ["h1", "s2"]
             assert all(len(step["alternatives"]) <= 2 for step in plan["steps"])

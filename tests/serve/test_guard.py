@@ -99,17 +99,15 @@ def test_serve_on_127_0_0_2_serves_mcp_too(db_path, tmp_path):
     import httpx
 
     from tests.serve.helpers import ROOT, cli_command, server_env
-    from tests.support.servers import free_port, serving
+    from tests.support.servers import bound_port, serving
 
     registry_with_trees(db_path)
-    port = free_port()
     home = tmp_path / "home"
     log = tmp_path / "server.log"
     with log.open("w", encoding="utf-8") as out:
-        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--host", "127.0.0.2", "--port",
-                                               str(port)), env=server_env(home), cwd=ROOT, stdout=out,
-                                   stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.2:{port}"
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--host", "127.0.0.2", "--port", "0"),
+                                   env=server_env(home), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.2:{bound_port(process, log, 120)}"
     with serving(process, f"{url}/healthz", log, 120):
         api = httpx.get(f"{url}/v1/tree", timeout=30)
         mcp = httpx.post(f"{url}/mcp", json=MCP_LIST, headers=MCP_HEADERS, timeout=60)

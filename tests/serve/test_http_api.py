@@ -212,3 +212,13 @@ def test_llm_methods_without_a_model_are_refused_with_how_to_start_one(db_path):
     server.close()
     assert response.status_code == 503 and response.json()["error"] == "NoModel"
     assert "--model" in response.json()["hint"] and methods["a2x"] is False and methods["bm25"] is True
+
+
+def test_the_favicon_is_served_not_a_404(served):
+    """Issue 33, item 10: browsers ask for /favicon.ico; it is the page's icon (no token needed, as for the page)."""
+    _, client, _ = served
+    icon = client.get("/favicon.ico")
+    linked = client.get("/static/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.content.startswith(b"<svg") and icon.content == linked.content
+    assert 'rel="icon"' in client.get("/").text

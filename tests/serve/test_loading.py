@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from a2x_local.db import connect, transaction
 from a2x_local.registry import Registry, Service
-from a2x_local.search import Hit, MethodSpec, SearchAnswer, register_method
+from a2x_local.search import Hit, MethodSpec, SearchAnswer, SearchMethod, register_method
 from a2x_local.search.methods import unregister_method
 from a2x_local.serve.http_api import create_app
 from a2x_local.testing import ScriptedEngine
@@ -117,7 +117,7 @@ class _NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class _ListAll:
+class _ListAll(SearchMethod):
     """A ranked method answering every service it was built with (so an answer shows which build served)."""
 
     name = "listall"
@@ -251,20 +251,16 @@ def test_serve_on_an_unindexed_registry_listens_at_once_and_says_indexing(db_pat
     import httpx
 
     from tests.serve.helpers import ROOT, cli_command, server_env
-    from tests.support.servers import free_port, serving
+    from tests.support.servers import bound_port, serving
 
     registry_with_trees(db_path)
     home = tmp_path / "home"
-    env = server_env(home)
-    config = Path(env["A2X_CONFIG"])
-    config.write_text(config.read_text(encoding="utf-8").replace("preload = []", 'preload = ["hybrid"]'),
-                      encoding="utf-8")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    env = server_env(home, preload=["hybrid"])
     log_path = home / "server.log"
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", str(port)), env=env,
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", "0"), env=env,
                                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{bound_port(process, log_path, 120)}"
     indexing, browsed, deadline = [], [], time.monotonic() + 300
     with serving(process, f"{url}/healthz", log_path, startup_s=120, poll_s=0.05):
         while time.monotonic() < deadline:
@@ -278,6 +274,49 @@ def test_serve_on_an_unindexed_registry_listens_at_once_and_says_indexing(db_pat
             time.sleep(0.05)
         searched = httpx.post(f"{url}/v1/search", json={"query": "find hotels", "method": "hybrid"}, timeout=60)
     assert health["status"] == "ok", health
-    assert indexing and indexing[0].startswith("indexing for the hybrid method"), log_path.read_text()[-2000:]
+    # "loading" while its libraries and model load, "indexing" once it embeds the services (issue 33, item 4).
+    assert indexing and indexing[-1].startswith("indexing for the hybrid method"), log_path.read_text()[-2000:]
+    assert {label.split(" (")[0] for label in indexing} <= {"loading the hybrid method",
+                                                           "indexing for the hybrid method"}
     assert set(browsed) == {200}
     assert searched.status_code == 200 and searched.json()["hits"]
+
+
+def test_serve_on_an_indexed_registry_says_loading_and_answers_its_first_hybrid_search(db_path, tmp_path):
+    """Issue 33, item 4, in a real `a2x-local serve` process: on a registry indexed beforehand (`a2x-local index`),
+    /healthz says "loading the hybrid method" (its indexes are read, nothing is indexed), and a hybrid search sent as
+    soon as the port answers waits for the load and is answered with hits, not `Loading`, within the bound a caller
+    waits (`loading_wait_s`, 10 s here)."""
+    import subprocess
+    import time
+
+    import httpx
+
+    from tests.serve.helpers import ROOT, cli_command, server_env
+    from tests.support.servers import bound_port, serving
+
+    registry_with_trees(db_path)
+    home = tmp_path / "home"
+    env = server_env(home, preload=["hybrid"], loading_wait_s=10.0)
+    subprocess.run(cli_command("index", "--db", str(db_path), "--json"), env=env, cwd=ROOT, check=True,
+                   capture_output=True, timeout=600)
+    log_path = home / "server.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", "0"), env=env,
+                                   cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{bound_port(process, log_path, 120)}"
+    with serving(process, f"{url}/healthz", log_path, startup_s=120, poll_s=0.05):
+        started = time.monotonic()
+        with httpx.Client(timeout=60) as client:
+            with client.stream("POST", f"{url}/v1/search", json={"query": "find hotels", "method": "hybrid"},
+                               headers={"Accept": "application/x-ndjson"}) as answer:
+                lines = [json.loads(line) for line in answer.iter_lines() if line.strip()]
+            waited = time.monotonic() - started
+            health = client.get(f"{url}/healthz").json()
+    labels = [line["message"] for line in lines if "progress" in line]
+    assert labels, "the search did not wait for the load (no progress lines)"
+    assert "result" in lines[-1], lines[-1]
+    assert lines[-1]["result"]["hits"] and waited < 10.0 + 5.0
+    assert not any("indexing" in label for label in labels), labels
+    assert all(label.startswith(("loading the hybrid method", "reading the registry")) for label in labels), labels
+    assert health["status"] == "ok"

@@ -224,3 +224,38 @@ def test_the_page_asks_for_the_token_of_a_guarded_server(db_path, tmp_path, brow
         wait_for(browser, "#token-form").find_element(By.ID, "token").send_keys("s3cret\n")
         wait_for(browser, "body[data-ready='1']")
         assert wait_for(browser, "li[data-node='root/2']").find_element(By.CLASS_NAME, "size").text == "2"
+
+
+def test_deep_links_say_what_they_run_and_leave_nothing_of_the_previous_one(db_path, tmp_path, browser):
+    """Issue 33, item 10 (and issue 32, finding 14): an unknown method in a link is an error naming the valid ones
+    (not a silent default), a link without `k` or `method` runs the defaults (not the previous link's), a link
+    without a query clears the previous error, and a service link whose %-encoding is broken says so."""
+    from selenium.webdriver.common.by import By
+
+    page_registry(db_path)
+    with running_server(db_path, tmp_path / "home") as url:
+        browser.get(url + "/#/search?q=" + quote("convert money to another currency") + "&method=hybrid&k=3")
+        wait_for(browser, "#results li[data-service]")
+        assert browser.find_element(By.ID, "k").get_attribute("value") == "3"
+        message = browser.find_element(By.ID, "message")
+
+        def go(hash_: str) -> None:
+            browser.execute_script("location.hash = arguments[0];", hash_)
+
+        # Without method and k: the server's defaults (bm25 and 10 in the tests' [serve]), not hybrid and 3.
+        go("#/search?q=" + quote("weather forecast"))
+        until(browser, lambda: "with bm25" in message.text)
+        assert browser.find_element(By.ID, "k").get_attribute("value") == "10"
+        assert browser.find_element(By.ID, "method").get_attribute("value") == "bm25"
+
+        go("#/search?q=" + quote("weather forecast") + "&method=nosuch")
+        until(browser, lambda: "unknown search method 'nosuch'" in message.text)
+        assert "bm25" in message.text and "hybrid" in message.text
+        assert not browser.find_elements(By.CSS_SELECTOR, "#results li")
+
+        go("#/search?q=")
+        until(browser, lambda: message.text == "")
+
+        go("#/service/%E0%A4%A")
+        until(browser, lambda: "not valid percent-encoding" in message.text)
+        assert "%E0%A4%A" in message.text

@@ -1,8 +1,14 @@
-"""Servers the tests start as subprocesses (`a2x-local serve`, vLLM's OpenAI server): a free port, and one way to
-wait until the server answers and to stop it afterwards."""
+"""Servers the tests start as subprocesses (`a2x-local serve`, the MCP test server, vLLM's OpenAI server): the port
+they bound, and one way to wait until the server answers and to stop it afterwards.
+
+A server given `--port 0` binds a port the system picks and uvicorn logs it ("Uvicorn running on
+http://127.0.0.1:PORT"): `bound_port` reads it back. Picking a free port first (`free_port`: bind, release, and
+let the server bind it later) races with every other process on the machine, so it is kept for what cannot be
+asked for port 0 (vLLM's server) and for a port that must stay closed."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import time
@@ -13,8 +19,25 @@ from pathlib import Path
 import httpx
 import pytest
 
+_BOUND = re.compile(r"Uvicorn running on https?://[^\s]+:(\d+)")
+
+
+def bound_port(process: subprocess.Popen, log: Path, startup_s: float) -> int:
+    """The port of a server started with `--port 0`, from uvicorn's start line in ``log`` (its stderr)."""
+    deadline = time.monotonic() + startup_s
+    while True:
+        found = _BOUND.search(log.read_text(encoding="utf-8", errors="replace")) if log.is_file() else None
+        if found:
+            return int(found.group(1))
+        if process.poll() is not None:
+            pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server logged no port within {startup_s} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+
 
 def free_port() -> int:
+    """A port free a moment ago (see the module's note: racy; prefer `--port 0` and `bound_port`)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 
 from a2x_local.llm import Request
 from a2x_local.registry import Service
-from a2x_local.taxonomy.build.builder import Builder
-from a2x_local.taxonomy.build.state import BuildState
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.builder import Builder
+from a2x_local.taxonomy.induction.state import BuildState
 from a2x_local.testing import ScriptedEngine
 
 

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from a2x_local.taxonomy.build.builder import BuildAborted
-from a2x_local.taxonomy.build.calls import chunks
-from a2x_local.taxonomy.build.report import build_report
+from a2x_local.taxonomy.induction.builder import BuildAborted
+from a2x_local.taxonomy.induction.calls import chunks
+from a2x_local.taxonomy.induction.report import build_report
 from a2x_local.taxonomy.types import child_id
 from a2x_local.testing import WordPolicy
 from tests.taxonomy.helpers import Recorder, build, small_config, synthetic

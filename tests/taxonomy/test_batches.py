@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from a2x_local.taxonomy.build.calls import chunks
+from a2x_local.taxonomy.induction.calls import chunks
 
 ITEMS = [f"service_{i:04d}" for i in range(600)]
 

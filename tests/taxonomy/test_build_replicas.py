@@ -14,8 +14,8 @@ from a2x_local.llm.config import EngineConfig, RayConfig
 from a2x_local.llm.replicas import ReplicaEngine
 from a2x_local.registry import Service
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.build.runner import run_build
 from a2x_local.taxonomy.export import to_exchange
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config

@@ -11,8 +11,8 @@ import pytest
 from a2x_local.db import connect
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.build.calls import chunks
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.calls import chunks
+from a2x_local.taxonomy.induction.runner import run_build
 from tests.support.registries import make_registry
 from tests.taxonomy.helpers import small_config
 

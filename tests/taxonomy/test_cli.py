@@ -13,7 +13,7 @@ from a2x_local.db import connect
 from a2x_local.errors import UserError
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.registries import make_registry

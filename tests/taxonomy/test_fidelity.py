@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from a2x_local.taxonomy.build.calls import spread
-from a2x_local.taxonomy.build.design import design_requests, vocabulary_text
-from a2x_local.taxonomy.build.keywords import keyword_requests, merge_vocabulary, prefix_map
-from a2x_local.taxonomy.build.refine import refine_requests
-from a2x_local.taxonomy.build.report import build_report
-from a2x_local.taxonomy.build.state import KEYWORDS, REFINE, BuildState, Draft, NodeWork
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.calls import spread
+from a2x_local.taxonomy.induction.design import design_requests, vocabulary_text
+from a2x_local.taxonomy.induction.keywords import keyword_requests, merge_vocabulary, prefix_map
+from a2x_local.taxonomy.induction.refine import refine_requests
+from a2x_local.taxonomy.induction.report import build_report
+from a2x_local.taxonomy.induction.state import KEYWORDS, REFINE, BuildState, Draft, NodeWork
 from a2x_local.taxonomy.types import Tree, TreeNode
 from a2x_local.testing import ScriptedEngine, categories_json, category_text
 from tests.taxonomy.helpers import Recorder, build, small_config, synthetic

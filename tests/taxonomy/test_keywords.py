@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from a2x_local.llm.types import Result
-from a2x_local.taxonomy.build.calls import Planned
-from a2x_local.taxonomy.build.keywords import apply_keywords, merge_vocabulary, normalise, synonym_map
-from a2x_local.taxonomy.build.state import DESIGN, KEYWORDS, BuildState, NodeWork
 from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.calls import Planned
+from a2x_local.taxonomy.induction.keywords import apply_keywords, merge_vocabulary, normalise, synonym_map
+from a2x_local.taxonomy.induction.state import DESIGN, KEYWORDS, BuildState, NodeWork
 
 
 def work_with(keywords: dict[str, list[str]]) -> NodeWork:

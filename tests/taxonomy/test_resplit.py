@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from a2x_local.taxonomy import overfull_leaves, resplit_nodes
-from a2x_local.taxonomy.build.language import category_language
+from a2x_local.taxonomy.induction.language import category_language
 from a2x_local.testing import ScriptedEngine
 from tests.lifecycle.world import World, services, world_config
 from tests.taxonomy.helpers import build

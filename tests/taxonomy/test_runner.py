@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from a2x_local.errors import BuildRunningError, UserError
 from a2x_local.registry.store import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.taxonomy.lock import BuildLock
 from a2x_local.taxonomy.prompts import prompt_hash
 from a2x_local.testing import ScriptedEngine, WordPolicy
@@ -38,17 +39,11 @@ class Killed(BaseException):
 
 def engine_for(services, *, fail_at: int | None = None, error: type[BaseException] = Killed):
     policy = WordPolicy(services)
-    engine = ScriptedEngine(policy)
-    if fail_at is not None:
-        original = engine._generate
+    def before_round(round_number: int) -> None:
+        if round_number == fail_at:
+            raise error(f"stopped at round {fail_at}")
 
-        def generate(requests):
-            if len(engine.batches) + 1 == fail_at:
-                raise error(f"stopped at round {fail_at}")
-            return original(requests)
-
-        engine._generate = generate
-    return engine
+    return ScriptedEngine(policy, before_round=before_round)
 
 
 def build(db_path, services, *, config=None, engine=None, resume=False, model="scripted-word"):
@@ -231,6 +226,32 @@ def test_resume_insists_on_the_same_model_settings_and_registry(tmp_path, toolre
         build(db, toolret_subset, resume=True)
 
 
+def test_resume_knows_a_model_by_what_its_name_resolves_to(tmp_path, toolret_subset, reference, monkeypatch):
+    """An alias and the folder it names are one model; the same folder with other weights is not (issue 35)."""
+    folder = tmp_path / "models" / "mini"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "qwen2"}', encoding="utf-8")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'[models.mini]\npath = "{folder.as_posix()}"\n', encoding="utf-8")
+    monkeypatch.setenv("A2X_HOME", str(home))
+    db = reference.copy(reference.registry, tmp_path)
+    with pytest.raises(Killed):
+        build(db, toolret_subset, engine=engine_for(toolret_subset, fail_at=3), model="mini")
+    weights = folder / "model.safetensors"
+    started = weights.stat()
+    weights.write_bytes(b"other weights")     # the same folder and name over other weights
+    with pytest.raises(UserError, match="different model 'mini'"):
+        build(db, toolret_subset, resume=True, model=str(folder))
+    with pytest.raises(UserError, match="its files changed"):
+        build(db, toolret_subset, resume=True, model="mini")
+    weights.write_bytes(b"weights")
+    os.utime(weights, ns=(started.st_atime_ns, started.st_mtime_ns))
+    outcome, _ = build(db, toolret_subset, resume=True, model=str(folder))   # the alias's folder, by its path
+    assert outcome.resumed
+
+
 def test_resume_without_an_unfinished_build_says_so(tmp_path):
     services = synthetic(["weather"], 6)
     db = make_registry(tmp_path / "r.duckdb", services)
@@ -247,23 +268,20 @@ from pathlib import Path
 from a2x_local.testing import ScriptedEngine
 from a2x_local.registry.types import Service
 from a2x_local.settings import load_settings
-from a2x_local.taxonomy.build.runner import run_build
+from a2x_local.taxonomy.induction.runner import run_build
 from a2x_local.testing import WordPolicy
 from a2x_local.testing import WordPolicy
 from tests.taxonomy.test_runner import RUNNER
 
 db, marker, services_file, stop_at = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 services = [Service(**s) for s in json.loads(services_file.read_text())]
-engine = ScriptedEngine(WordPolicy(services))
-original = engine._generate
 
-def generate(requests):
-    if len(engine.batches) + 1 == stop_at:
+def before_round(round_number):
+    if round_number == stop_at:
         marker.write_text("waiting")          # the parent kills us here, mid-round
         time.sleep(600)
-    return original(requests)
 
-engine._generate = generate
+engine = ScriptedEngine(WordPolicy(services), before_round=before_round)
 run_build(load_settings(db=db), lambda: engine, config=RUNNER, model="scripted-word")
 """
 

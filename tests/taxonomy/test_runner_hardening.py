@@ -17,8 +17,8 @@ from a2x_local.errors import UserError
 from a2x_local.registry import Registry
 from a2x_local.settings import load_settings
 from a2x_local.taxonomy import store
-from a2x_local.taxonomy.build.runner import run_build
-from a2x_local.taxonomy.build.spill import spill_path
+from a2x_local.taxonomy.induction.runner import run_build
+from a2x_local.taxonomy.induction.spill import spill_path
 from a2x_local.testing import ScriptedEngine, WordPolicy
 from tests.support.paths import ROOT
 from tests.support.processes import python_command, tree_env
@@ -46,15 +46,11 @@ class Scripted:
     """The word-policy engine with a hook before round ``at`` (1-based)."""
 
     def __init__(self, at: int | None = None, hook=None) -> None:
-        self.engine = ScriptedEngine(WordPolicy(SERVICES))
-        original = self.engine._generate
-
-        def generate(requests):
-            if at is not None and len(self.engine.batches) + 1 == at:
+        def before_round(round_number: int) -> None:
+            if round_number == at:
                 hook()
-            return original(requests)
 
-        self.engine._generate = generate
+        self.engine = ScriptedEngine(WordPolicy(SERVICES), before_round=before_round)
 
     @property
     def rounds(self) -> int:

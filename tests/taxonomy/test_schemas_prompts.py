@@ -11,9 +11,10 @@ from pydantic import ValidationError
 from a2x_local.llm.constraints import grammar_problem
 from a2x_local.llm.types import JsonConstraint, RegexConstraint
 from a2x_local.taxonomy import prompts
-from a2x_local.taxonomy.build.assign import one_regex
-from a2x_local.taxonomy.build.calls import system_values
-from a2x_local.taxonomy.build.schemas import (
+from a2x_local.taxonomy.config import BuildConfig
+from a2x_local.taxonomy.induction.assign import one_regex
+from a2x_local.taxonomy.induction.calls import system_values
+from a2x_local.taxonomy.induction.schemas import (
     design_model,
     keywords_item,
     lines_regex,
@@ -24,7 +25,6 @@ from a2x_local.taxonomy.build.schemas import (
     positions_item,
     validation_model,
 )
-from a2x_local.taxonomy.config import BuildConfig
 from tests.taxonomy.rules import categories_json
 
 

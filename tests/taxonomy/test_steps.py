@@ -1,4 +1,4 @@
-"""The one step table of a level (a2x_local/taxonomy/build/steps.py): the builder runs whatever it lists, in its
+"""The one step table of a level (a2x_local/taxonomy/induction/steps.py): the builder runs whatever it lists, in its
 order, and names no step itself, so a step is added in one place."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import ast
 import dataclasses
 from pathlib import Path
 
-import a2x_local.taxonomy.build.builder as builder_module
-from a2x_local.taxonomy.build import state as build_state
-from a2x_local.taxonomy.build.steps import STEP_ORDER, STEPS, Step
+import a2x_local.taxonomy.induction.builder as builder_module
+from a2x_local.taxonomy.induction import state as build_state
+from a2x_local.taxonomy.induction.steps import STEP_ORDER, STEPS, Step
 from tests.taxonomy.helpers import Recorder, build, small_config, synthetic
 from tests.taxonomy.rules import DomainRule
 

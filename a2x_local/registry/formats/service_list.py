@@ -17,7 +17,9 @@ def matches(data: Any) -> bool:
     entries = data.get("services") if isinstance(data, dict) and len(data) <= 3 else data
     if not isinstance(entries, list) or not entries or not isinstance(entries[0], dict):
         return False
-    return {"id", "name", "description"} <= entries[0].keys()
+    # An id and a name are enough to recognise a list: an entry that lacks its description is then refused for that
+    # field by `parse`, not as a file of unknown format (a one-entry file was).
+    return {"id", "name"} <= entries[0].keys()
 
 
 def parse(path: Path, data: Any, limits: Limits, **_: Any) -> list[Service]:

@@ -16,10 +16,10 @@ from a2x_local.search.llm.listing import service_lines
 from a2x_local.search.llm.prompting import prompt_hash
 from a2x_local.search.llm.rounds import RoundRunner
 from a2x_local.search.llm.selection import Selection, SelectionJob, Selector
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
 
 if TYPE_CHECKING:
-    from a2x_local.search.retrieval.retrievers import Retriever
+    from a2x_local.search.types import Retriever
 
 CATALOGUE_KEY = "catalogue"
 
@@ -37,7 +37,7 @@ def _answers(name: str, requests: Sequence[SearchRequest], modes: Sequence[str],
     return answers
 
 
-class FullCatalogue:
+class FullCatalogue(SearchMethod):
     """Every service's `name: description` in one prompt; the model answers positions in that list.
 
     The prompt is never cut: when it does not fit the model's context window the search stops with a
@@ -76,7 +76,7 @@ class FullCatalogue:
                 "prompts": prompt_hash()[:16]}
 
 
-class RetrieveSelect:
+class RetrieveSelect(SearchMethod):
     """Hybrid retrieval top-k handed to the model for selection: the cheap strong baseline."""
 
     name = "select"

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, create_model
 
 from a2x_local.errors import UserError
 from a2x_local.search.types import Mode
@@ -24,37 +24,42 @@ class LlmSearchConfig(SectionConfig):
 
     preset: str
     default_mode: Mode
-    merge_threshold: int = Field(ge=0)
+    merge_threshold: int = Field(ge=0, le=100_000)
     group_lists: Literal["merged", "stable", "per_node"]
-    group_cap: int = Field(ge=1)
-    named_group_cap: int = Field(ge=1)
-    pack_groups: bool
-    selection_prompt_tokens: int = Field(ge=0)
-    max_children_selected: int = Field(ge=0)
-    max_services_selected: int = Field(ge=0)
-    category_description_chars: int = Field(ge=0)
-    boundary_chars: int = Field(ge=0)
-    service_description_chars: int = Field(ge=0)
-    name_chars: int = Field(ge=8)
+    group_cap: int = Field(ge=1, le=10_000)
+    named_group_cap: int = Field(ge=1, le=10_000)
+    pack_groups: StrictBool
+    selection_prompt_tokens: int = Field(ge=0, le=16_777_216)
+    max_children_selected: int = Field(ge=0, le=10_000)
+    max_services_selected: int = Field(ge=0, le=10_000)
+    category_description_chars: int = Field(ge=0, le=100_000)
+    boundary_chars: int = Field(ge=0, le=100_000)
+    service_description_chars: int = Field(ge=0, le=100_000)
+    name_chars: int = Field(ge=8, le=10_000)
     category_lines: Literal["full", "compact"]
-    compact_category_chars: int = Field(ge=0)
+    compact_category_chars: int = Field(ge=0, le=100_000)
     boundary_min_overlap: float = Field(ge=0, le=1)
     service_lines: Literal["full", "compact"]
-    compact_service_chars: int = Field(ge=0)
-    direct_select_below: int = Field(ge=0)
-    prerank_min: int = Field(ge=0)
+    compact_service_chars: int = Field(ge=0, le=100_000)
+    direct_select_below: int = Field(ge=0, le=10_000_000)
+    prerank_min: int = Field(ge=0, le=10_000)
     prerank_share: float = Field(ge=0, le=1)
     prerank_rest: Literal["round", "names"]
-    prerank_depth: int = Field(ge=1)
+    prerank_depth: int = Field(ge=1, le=1_000_000)
     prompt_layout: Literal["query_last", "query_first"]
     language_line: Literal["auto", "always", "never"]
     other_services_child: Literal["root", "all", "none"]
-    other_services_examples: int = Field(ge=0)
-    select_top_k: int = Field(ge=1)
-    rescue_top_k: int = Field(ge=1)
-    answer_margin_tokens: int = Field(ge=0)
-    temperature: float = Field(ge=0)
-    seed: int
+    other_services_examples: int = Field(ge=0, le=100)
+    overselect_share: float = Field(ge=0, le=1)
+    overselect_keep: int = Field(ge=1, le=99)
+    max_calls_per_query: int = Field(ge=0, le=100_000)
+    max_prompt_tokens_per_query: int = Field(ge=0, le=100_000_000)
+    option_order: Literal["tree", "shuffled"]
+    select_top_k: int = Field(ge=1, le=10_000)
+    rescue_top_k: int = Field(ge=1, le=10_000)
+    answer_margin_tokens: int = Field(ge=0, le=10_000)
+    temperature: float = Field(ge=0, le=2.0)
+    seed: int = Field(ge=0, le=4_294_967_295)
 
     @classmethod
     def load(cls, config: Mapping[str, Any], **overrides: Any) -> Self:

@@ -8,6 +8,7 @@ also has cannot tell the two apart.
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -140,3 +141,14 @@ def confusable(members: Mapping[str, frozenset[str]], min_overlap: float) -> set
 def numbered(lines: Sequence[str]) -> str:
     """Numbered from 1 in the given order (numeric order: 1, 2, … 10, never 1, 10, 2)."""
     return "\n".join(f"{k}. {line}" for k, line in enumerate(lines, start=1))
+
+
+def shown_order(config: LlmSearchConfig, query: str, key: str, count: int) -> list[int] | None:
+    """The order a list of ``count`` options is shown to ``query`` in: None for the stored order, or with
+    `option_order = "shuffled"` a permutation drawn from the seed, the query and the list's ``key`` (the same every
+    run, different per query and list), so a model that favours a position does not favour one branch."""
+    if config.option_order == "tree" or count < 2:
+        return None
+    order = list(range(count))
+    random.Random(f"{config.seed}|{query}|{key}").shuffle(order)
+    return order

@@ -11,26 +11,30 @@ passes a model.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from a2x_local.db import connect
-from a2x_local.extras import check
+from a2x_local.extras import check, installed
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions, make_engine
+from a2x_local.overrides import overrides_of
 from a2x_local.registry import Service
 from a2x_local.search.llm.a2x import A2XSearch
 from a2x_local.search.llm.baselines import FullCatalogue, RetrieveSelect
 from a2x_local.search.llm.config import LlmSearchConfig
 from a2x_local.search.llm.staleness import Staleness, serving_tree
 from a2x_local.search.methods import MethodSpec, ProgressFactory
-from a2x_local.search.retrieval.config import RetrievalConfig, TextField
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import Corpus, read_corpus
 from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS, hybrid_retriever
 from a2x_local.search.retrieval.retrievers import HybridRetriever
 from a2x_local.search.types import MODES
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, load_active_tree
+
+# The `[search]` keys a run may change, typed and bounded by the table's own fields (search/llm/config.py).
+_SEARCH = overrides_of(LlmSearchConfig)
+_RETRIEVAL = overrides_of(RetrievalConfig)
 
 
 class LlmOptions(EngineOptions):
@@ -40,44 +44,46 @@ class LlmOptions(EngineOptions):
     model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=True)
 
     engine: Engine | EngineName | None = Field(None, description="a running engine, or the engine kind to start")
-    preset: str | None = Field(None, description="named settings of the token levers: default, published, lean")
-    merge_threshold: int | None = Field(None, ge=0, description="merge candidate groups smaller than this")
-    group_cap: int | None = Field(None, ge=1, description="most services per selection prompt")
-    max_services_selected: int | None = Field(None, ge=0, description="most services one answer may choose (0: no cap)")
-    max_children_selected: int | None = Field(None, ge=0,
-                                              description="most sub-categories one answer may choose (0: no cap)")
-    service_description_chars: int | None = Field(None, ge=0, description="description characters per service")
-    category_description_chars: int | None = Field(None, ge=0, description="description characters per category")
-    service_lines: Literal["full", "compact"] | None = Field(None, description="service lines: full or compact")
-    language_line: Literal["auto", "always", "never"] | None = Field(
-        None, description="the cross-language line: auto (when the request's language differs), always, never")
+    preset: _SEARCH.preset = None
+    merge_threshold: _SEARCH.merge_threshold = None
+    group_cap: _SEARCH.group_cap = None
+    max_services_selected: _SEARCH.max_services_selected = None
+    max_children_selected: _SEARCH.max_children_selected = None
+    service_description_chars: _SEARCH.service_description_chars = None
+    category_description_chars: _SEARCH.category_description_chars = None
+    service_lines: _SEARCH.service_lines = None
+    language_line: _SEARCH.language_line = None
 
 
 class RetrievalOptions(BaseModel):
     """The hybrid pre-filter's own options (None = the `[retrieval]` configuration)."""
 
-    embedding_model: str | None = Field(None, description="sentence-transformers model of the hybrid pre-filter")
-    text: TextField | None = Field(None, description="indexed text")
+    embedding_model: _RETRIEVAL.embedding_model = None
+    text: _RETRIEVAL.text = None
 
 
 class A2XOptions(LlmOptions, RetrievalOptions):
     """The descent's own levers; the retrieval options serve pre-ranking (and the rescue)."""
 
-    category_lines: Literal["full", "compact"] | None = Field(None, description="category lines: full or compact")
-    direct_select_below: int | None = Field(None, ge=0, description="select directly from subtrees this small")
-    prerank_min: int | None = Field(None, ge=0, description="pre-ranking: services shown per group (0: off)")
-    prerank_share: float | None = Field(None, ge=0, le=1, description="pre-ranking: share shown of a large group")
-    pack_groups: bool | None = Field(None, description="pack a query's groups into as few selection prompts as fit")
-    group_lists: Literal["merged", "stable", "per_node"] | None = Field(
-        None, description="selection lists: merged (as published), stable, or per_node (cache-stable)")
+    category_lines: _SEARCH.category_lines = None
+    direct_select_below: _SEARCH.direct_select_below = None
+    prerank_min: _SEARCH.prerank_min = None
+    prerank_share: _SEARCH.prerank_share = None
+    pack_groups: _SEARCH.pack_groups = None
+    group_lists: _SEARCH.group_lists = None
+    option_order: _SEARCH.option_order = None
+    overselect_share: _SEARCH.overselect_share = None
+    overselect_keep: _SEARCH.overselect_keep = None
+    max_calls_per_query: _SEARCH.max_calls_per_query = None
+    max_prompt_tokens_per_query: _SEARCH.max_prompt_tokens_per_query = None
 
 
 class SelectOptions(LlmOptions, RetrievalOptions):
-    select_top_k: int | None = Field(None, ge=1, description="retrieved services handed to the model")
+    select_top_k: _SEARCH.select_top_k = None
 
 
 class RescueOptions(A2XOptions):
-    rescue_top_k: int | None = Field(None, ge=1, description="retrieved services added as one more group")
+    rescue_top_k: _SEARCH.rescue_top_k = None
 
 
 _RETRIEVAL_KEYS = ("embedding_model", "text")
@@ -90,10 +96,11 @@ def search_config(settings: Settings, options: BaseModel) -> LlmSearchConfig:
 
 
 def engine_for(settings: Settings, options: LlmOptions) -> Engine:
-    """The engine given, or one started from the options (an unknown or missing model is a UserError)."""
+    """The engine given, or one started from the options, already checked as engine options are (an unknown or
+    missing model is a UserError)."""
     if isinstance(options.engine, Engine):
         return options.engine
-    return make_engine(settings, EngineOptions.of(**options.model_dump(include=set(ENGINE_OPTION_NAMES))))
+    return make_engine(settings, options)
 
 
 def load_corpus_and_tree(settings: Settings, db_path: Path, *, tree: bool) -> tuple[Tree | None, Corpus]:
@@ -125,7 +132,13 @@ def _a2x(settings: Settings, db_path: Path, options: A2XOptions, progress: Progr
     tree, stale = _serving(active, corpus)
     engine = engine_for(settings, options)
     ranker = _retriever(settings, corpus, options, progress) if config.prerank_min else None
-    return A2XSearch(tree, _by_id(corpus), engine, config, ranker=ranker, stale=stale)
+    # A model that chooses too much, or spends a query's budget, keeps what the hybrid ranking puts first: the
+    # retriever is made on first need (where the [retrieval] extra is installed), never for a model that behaves.
+    fallback = None
+    if ranker is None and all(installed(module) for module in (*DENSE_NEEDS, *BM25_NEEDS)):
+        def fallback() -> HybridRetriever:
+            return _retriever(settings, corpus, options, progress)
+    return A2XSearch(tree, _by_id(corpus), engine, config, ranker=ranker, stale=stale, fallback_ranker=fallback)
 
 
 def _rescue(settings: Settings, db_path: Path, options: RescueOptions,

@@ -34,7 +34,29 @@ class RoundRunner:
             ledger.prompt_tokens += result.prompt_tokens
             ledger.completion_tokens += result.completion_tokens
             ledger.calls += result.attempts
+            ledger.truncated += result.truncated
             depth[owner] = max(depth.get(owner, 0), result.attempts)
         for owner, rounds in depth.items():
             self.ledgers[owner].rounds += rounds
         return results
+
+
+# Positions whose choices are counted one by one (a list longer than this is still counted for the first option).
+POSITIONS_TRACKED = 30
+
+
+def note_choice(ledger: SearchCost, offered: int, chosen: Sequence[int]) -> None:
+    """Count one valid answer for the position-bias measure: a choice among two or more options (``chosen``:
+    0-based positions as shown), whether it took the first, and how likely a choice of as many options made
+    blind to position would have taken it (len(chosen) / offered)."""
+    if offered < 2 or not chosen:
+        return
+    ledger.choices += 1
+    ledger.first_choices += int(0 in chosen)
+    blind = min(len(chosen), offered) / offered
+    ledger.uniform_first += blind
+    for position in range(min(offered, POSITIONS_TRACKED)):
+        key = str(position + 1)
+        ledger.position_blind[key] = ledger.position_blind.get(key, 0.0) + blind
+        if position in chosen:
+            ledger.position_choices[key] = ledger.position_choices.get(key, 0) + 1

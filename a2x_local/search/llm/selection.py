@@ -6,6 +6,8 @@ then one more call chooses among the parts' picks. When nothing is picked, the g
 get_important mode and the first service chosen is taken. Both follow-ups of all queries share one round.
 Groups that pre-ranking cut short offer their held-back rest in one more round, to the queries whose answers
 chose nothing; a get_one query that needed it takes its follow-ups one round later.
+A2X's selection keeps to each query's budget (budget.py) and may show every list in an order of the query's own
+(`option_order`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from typing import Any
 
 from a2x_local.errors import UserError
 from a2x_local.llm import Engine, Request
+from a2x_local.search.llm.budget import QueryBudget, Ranking, keep
 from a2x_local.search.llm.config import LlmSearchConfig, answer_cap, answer_limit
 from a2x_local.search.llm.grouping import Group
 from a2x_local.search.llm.language_hint import LanguageHint
-from a2x_local.search.llm.listing import numbered
+from a2x_local.search.llm.listing import numbered, shown_order
 from a2x_local.search.llm.positions import parse_positions, positions_budget, positions_constraint
 from a2x_local.search.llm.prompting import render
-from a2x_local.search.llm.rounds import RoundRunner
+from a2x_local.search.llm.rounds import RoundRunner, note_choice
 
 FINAL_KEY = "picks"
 
@@ -59,10 +62,12 @@ class GroupResult:
 
 @dataclass
 class Selection:
-    """A query's selected services (in answer order) and every call that produced them."""
+    """A query's selected services (in answer order), every call that produced them, and the lists its budget left
+    unsent (``cut``)."""
 
     selected: list[str]
     calls: list[GroupResult] = field(default_factory=list)
+    cut: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> list[dict[str, Any]]:
         return [call.to_dict() for call in self.calls]
@@ -82,12 +87,13 @@ class Selector:
     (id -> name) serve the services a pre-ranked group shows by name alone.
 
     ``split`` False is for the full-catalogue baseline: its one prompt must never be cut into parts, so a catalogue
-    that does not fit the context window is reported instead (ContextWindowError).
+    that does not fit the context window is reported instead (ContextWindowError). ``ordered`` shows every list in
+    `option_order` (A2X's lists, in tree order; the baselines keep theirs: a catalogue, a retrieval ranking).
     """
 
     def __init__(self, lines: Mapping[str, str], engine: Engine, config: LlmSearchConfig, *,
                  call_type: str = "select", split: bool = True, names: Mapping[str, str] | None = None,
-                 language: LanguageHint | None = None) -> None:
+                 language: LanguageHint | None = None, ordered: bool = False) -> None:
         self.lines = lines
         self.language = language
         self.names = names or {}
@@ -95,6 +101,22 @@ class Selector:
         self.config = config
         self.call_type = call_type
         self.split = split
+        self.ordered = ordered
+
+    def _shown(self, query: str, group: Group) -> Group:
+        """The group as ``query`` is shown it: as it is, or (`option_order = "shuffled"`) its described services and
+        those named alone each in an order drawn for the query and the list."""
+        if not self.ordered:
+            return group
+        described = len(group.services) - group.brief
+        head = shown_order(self.config, query, f"{group.key}#{group.part}", described)
+        tail = shown_order(self.config, query, f"{group.key}#{group.part}#names", group.brief)
+        if head is None and tail is None:
+            return group
+        services = group.services
+        listed = ([services[k] for k in head] if head is not None else services[:described]) + (
+            [services[described + k] for k in tail] if tail is not None else services[described:])
+        return Group(group.key, listed, group.part, group.parts, held=list(group.held), brief=group.brief)
 
     def request(self, query: str, mode: str, group: Group, label: str) -> tuple[Request, int | None]:
         """The request for one group and the tokens left in the context window (None: window unknown)."""
@@ -119,6 +141,7 @@ class Selector:
 
     def _fitted(self, job: int, query: str, mode: str, group: Group, label: str) -> list[_Planned]:
         """Requests for a group, halved until each fits the context window (or an error when it may not split)."""
+        group = self._shown(query, group)
         request, room = self.request(query, mode, group, label)
         if room is None or room >= 0:
             return [_Planned(job, group, mode, label, request)]
@@ -146,6 +169,7 @@ class Selector:
         for item, result in zip(planned, results, strict=True):
             offered = len(item.group.services)
             chosen = parse_positions(result.value, offered) if result.ok else []
+            note_choice(runner.ledgers[item.job], offered, chosen)
             cap = answer_cap(item.mode, item.request.context["max_items"], offered)
             capped = cap is not None and len(chosen) >= cap
             if capped:
@@ -154,15 +178,19 @@ class Selector:
                                         [item.group.services[i] for i in chosen], result.error, capped))
         return outcomes
 
-    def select(self, jobs: Sequence[SelectionJob], runner: RoundRunner) -> list[Selection]:
+    def select(self, jobs: Sequence[SelectionJob], runner: RoundRunner, *, budget: bool = False,
+               ranking: Ranking | None = None) -> list[Selection]:
         """Selections for ``jobs`` (indexed like the runner's ledgers), in at most three rounds: the groups; then
         the held-back rest for queries that chose nothing (and get_one's follow-ups for the others); then get_one's
-        follow-ups for queries that needed the rest. Every round carries all queries' requests."""
+        follow-ups for queries that needed the rest. Every round carries all queries' requests. With ``budget``,
+        each query sends only what its budget leaves, the lists first in its order (``ranking``) kept."""
         label = self.call_type
         selections = [Selection([]) for _ in jobs]
         offered: list[list[Group]] = [[] for _ in jobs]
+        limits = (QueryBudget(self.config, self.engine, runner.ledgers) if budget else None), ranking
         self._round([planned for j, job in enumerate(jobs) for group in job.groups
-                     for planned in self._fitted(j, job.query, job.mode, group, label)], runner, selections, offered)
+                     for planned in self._fitted(j, job.query, job.mode, group, label)], runner, selections, offered,
+                    limits)
         resting = {j for j, job in enumerate(jobs) if _wants_rest(job, selections[j])}
         second: list[_Planned] = []
         for j, job in enumerate(jobs):
@@ -171,20 +199,44 @@ class Selector:
                            for planned in self._fitted(j, job.query, job.mode, group.rest(), f"{label}_rest")]
             else:
                 second += self._followups(j, job, selections[j], offered[j])
-        self._round(second, runner, selections, offered)
+        self._round(second, runner, selections, offered, limits)
         third = [planned for j in sorted(resting) for planned in self._followups(j, jobs[j], selections[j], offered[j])]
-        self._round(third, runner, selections, offered)
+        self._round(third, runner, selections, offered, limits)
         for job, selection in zip(jobs, selections, strict=True):
             selection.selected = _chosen(job.mode, selection.calls, label)
         return selections
 
     def _round(self, planned: list[_Planned], runner: RoundRunner, selections: list[Selection],
-               offered: list[list[Group]]) -> None:
-        """One engine round; the groups of first and rest calls are remembered for get_one's fallback."""
+               offered: list[list[Group]], limits: tuple[QueryBudget | None, Ranking | None]) -> None:
+        """One engine round (within each query's budget, when ``limits`` hold one); the groups of first and rest
+        calls are remembered for get_one's fallback."""
+        planned = self._within_budget(planned, selections, *limits)
         for item, outcome in zip(planned, self._run(planned, runner), strict=True):
             selections[item.job].calls.append(outcome)
             if not item.label.endswith(_FOLLOWUPS):
                 offered[item.job].append(item.group)
+
+    @staticmethod
+    def _within_budget(planned: list[_Planned], selections: list[Selection], budget: QueryBudget | None,
+                       ranking: Ranking | None) -> list[_Planned]:
+        """The requests each query's budget lets through (all of them without one), in the order planned; the
+        lists left out are noted on the query's selection."""
+        if budget is None or not budget.limited or not planned:
+            return planned
+        items: dict[int, list[tuple[Request, frozenset[str]]]] = {}
+        for item in planned:
+            items.setdefault(item.job, []).append((item.request, frozenset(item.group.services)))
+        allowed = {job: set(indexes) for job, indexes in keep(budget, ranking, items, descent=False).items()}
+        seen: dict[int, int] = {}
+        sent = []
+        for item in planned:
+            k = seen[item.job] = seen.get(item.job, -1) + 1
+            if k in allowed[item.job]:
+                sent.append(item)
+            else:
+                selections[item.job].cut.append({"key": item.group.key, "part": item.group.part,
+                                                 "call": item.label, "services": len(item.group.services)})
+        return sent
 
     def _followups(self, j: int, job: SelectionJob, selection: Selection, offered: list[Group]) -> list[_Planned]:
         """get_one after its list: one call among several parts' picks, or a get_important fallback when none."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from a2x_local.llm import EmbeddingAlias
 from a2x_local.settings import SectionConfig, Settings
@@ -36,34 +36,34 @@ class RetrievalConfig(SectionConfig):
     multilingual_embedding_model: str
     non_latin_threshold: float = Field(ge=0, le=1)
     text: TextField
-    text_params: bool
-    text_body: bool
-    embed_batch_size: int = Field(ge=1)
-    threads: int = Field(ge=0)
+    text_params: StrictBool
+    text_body: StrictBool
+    embed_batch_size: int = Field(ge=1, le=65_536)
+    threads: int = Field(ge=0, le=4096)
     dense_index: Literal["auto", "flat", "hnsw", "ivfpq"]
-    approximate_above: int = Field(ge=1)
+    approximate_above: int = Field(ge=1, le=1_000_000_000)
     approximate_index: Literal["hnsw", "ivfpq"]
-    ivf_lists: int = Field(ge=0)
-    ivf_nprobe: int = Field(ge=1)
-    pq_bytes: int = Field(ge=1)
-    rerank_factor: int = Field(ge=1)
-    hnsw_m: int = Field(ge=4)
-    hnsw_ef_construction: int = Field(ge=8)
-    hnsw_ef_search: int = Field(ge=8)
+    ivf_lists: int = Field(ge=0, le=1_000_000)
+    ivf_nprobe: int = Field(ge=1, le=1_000_000)
+    pq_bytes: int = Field(ge=1, le=4096)
+    rerank_factor: int = Field(ge=1, le=10_000)
+    hnsw_m: int = Field(ge=4, le=512)
+    hnsw_ef_construction: int = Field(ge=8, le=100_000)
+    hnsw_ef_search: int = Field(ge=8, le=100_000)
     gpu: Literal["auto", "off"]
     bm25_method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]
-    bm25_k1: float = Field(gt=0)
+    bm25_k1: float = Field(gt=0, le=100.0)
     bm25_b: float = Field(ge=0, le=1)
     bm25_stopwords: Literal["en", "none"]
     bm25_stemmer: str
-    split_identifiers: bool
-    cjk_bigrams: bool
-    rrf_k: float = Field(gt=0)
-    dense_weight: float = Field(ge=0)
-    bm25_weight: float = Field(ge=0)
+    split_identifiers: StrictBool
+    cjk_bigrams: StrictBool
+    rrf_k: float = Field(gt=0, le=1000000.0)
+    dense_weight: float = Field(ge=0, le=1000.0)
+    bm25_weight: float = Field(ge=0, le=1000.0)
     cross_script_bm25_factor: float = Field(ge=0, le=1)
-    fusion_depth: int = Field(ge=0)
-    default_k: int = Field(ge=1)
+    fusion_depth: int = Field(ge=0, le=1_000_000)
+    default_k: int = Field(ge=1, le=100_000)
     embedding_models: dict[str, EmbeddingAlias]
 
     def text_options(self) -> TextOptions:

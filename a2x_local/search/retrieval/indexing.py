@@ -88,7 +88,11 @@ def build_indexes(settings: Settings, *, embedding_model_spec: str | None = None
     if only in (None, "dense"):
         infos.append(ensure_dense(corpus, config, model=choice.spec, force=force, progress=progress)[2])
     if only in (None, "bm25"):
+        # One step, but tens of seconds on thousands of services: a stage a log shows starting and ending.
+        tick = progress("BM25 index", 1) if progress else None
         infos.append(ensure_bm25(corpus, config, force=force)[1])
+        if tick:
+            tick(1)
     return IndexReport(str(settings.db_path), len(corpus.services), str(index_root(corpus.db_path)), choice,
                        config.text_options().key(), infos)
 

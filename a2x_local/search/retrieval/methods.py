@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from a2x_local.extras import check
+from a2x_local.overrides import overrides_of
 from a2x_local.search.methods import MethodSpec
-from a2x_local.search.retrieval.config import RetrievalConfig, TextField
+from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import Corpus, ProgressFactory, ensure_bm25, ensure_dense, load_corpus
 from a2x_local.search.retrieval.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
 from a2x_local.search.retrieval.weights import FUSION_KEYS, fusion_weights
@@ -25,22 +26,27 @@ DENSE_NEEDS = ("faiss",)
 BM25_NEEDS = ("bm25s", "Stemmer")
 
 
+# The `[retrieval]` keys a run may change, typed and bounded by the table's own fields (retrieval/config.py).
+_RETRIEVAL = overrides_of(RetrievalConfig)
+
+
 class RetrieverOptions(BaseModel):
-    """Options of the dense and BM25 retrievers (None = the `[retrieval]` configuration)."""
+    """Options of the dense and BM25 retrievers (None = the `[retrieval]` configuration); ``params`` and ``body``
+    are `text_params` and `text_body`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    embedding_model: str | None = Field(None, description="embedding model: an alias or a sentence-transformers folder")
-    text: TextField | None = Field(None, description="indexed text: name_description | description")
-    params: bool | None = Field(None, description="append parameter names from metadata.inputSchema")
-    body: bool | None = Field(None, description="append a skill's body (its first 2,000 characters)")
+    embedding_model: _RETRIEVAL.embedding_model = None
+    text: _RETRIEVAL.text = None
+    params: _RETRIEVAL.text_params = None
+    body: _RETRIEVAL.text_body = None
 
 
 class HybridOptions(RetrieverOptions):
-    rrf_k: float | None = Field(None, gt=0, description="reciprocal rank fusion constant")
-    dense_weight: float | None = Field(None, ge=0, description="weight of the dense ranking in the fusion")
-    bm25_weight: float | None = Field(None, ge=0, description="weight of the BM25 ranking in the fusion")
-    fusion_depth: int | None = Field(None, ge=0, description="results of each ranking fused (0 = all)")
+    rrf_k: _RETRIEVAL.rrf_k = None
+    dense_weight: _RETRIEVAL.dense_weight = None
+    bm25_weight: _RETRIEVAL.bm25_weight = None
+    fusion_depth: _RETRIEVAL.fusion_depth = None
 
 
 def _config(settings: Settings, options: RetrieverOptions) -> RetrievalConfig:

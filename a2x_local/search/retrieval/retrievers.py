@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
@@ -19,18 +18,10 @@ from a2x_local.search.retrieval.corpus import Corpus
 from a2x_local.search.retrieval.dense import DenseIndex, Embedder
 from a2x_local.search.retrieval.fusion import fuse_rows
 from a2x_local.search.retrieval.weights import FusionWeights
-from a2x_local.search.types import Hit, SearchAnswer, SearchRequest, check_queries
+from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest, check_queries
 
 
-class Retriever(Protocol):
-    """Ranked retrieval for a batch of queries."""
-
-    name: str
-
-    def retrieve(self, queries: Sequence[str], k: int) -> list[list[Hit]]: ...
-
-
-class RetrieverMethod:
+class RetrieverMethod(SearchMethod):
     """Shared search_batch for the retrievers: one retrieve() call answers the whole batch."""
 
     name = "retriever"

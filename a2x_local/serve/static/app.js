@@ -11,6 +11,7 @@ let waitingForToken = null;
 let limits = { max_k: 100, default_k: 10, max_query_chars: 4000, page_size: 20 };
 let rootId = "root";
 let current = null;        // the search on screen: {body, cursor} for "more results"
+let defaultMethod = "";     // the server's default search method (a link without `method` runs it)
 let generation = 0;        // bumped by every new search, plan or error: late answers of older ones are dropped
 
 // Bidi controls (a right-to-left override makes "tool" + U+202E + "gnp.exe" read "toolexe.png") are shown as
@@ -393,27 +394,43 @@ async function showService(id) {
 
 // --- deep links: #/search?q=..., #/plan?q=..., #/service/ID ---------------------------------------------------------
 
+// A link says everything it runs: what it leaves out (method, k, type) is the default, never the previous link's.
 function route() {
   const hash = location.hash.replace(/^#/, "");
   if (hash.startsWith("/service/")) {
-    showService(decodeURIComponent(hash.slice("/service/".length)));
+    const encoded = hash.slice("/service/".length);
+    let id;
+    try {
+      id = decodeURIComponent(encoded);
+    } catch (error) {   // a URIError: a cut or foreign %-sequence (say %E0%A4%A) names no service
+      failed(new Error("this link's service id is not valid percent-encoding: " + encoded));
+      return;
+    }
+    showService(id);
     return;
   }
   const [path, query] = hash.split("?");
   const params = new URLSearchParams(query || "");
   const text = (params.get("q") || "").trim();
   if ((path === "/search" || path === "/plan") && text) {
+    const method = params.get("method");
+    const offered = Array.from($("method").options, (option) => option.value);
+    if (method && !offered.includes(method)) {
+      failed(new Error("unknown search method '" + method + "' in this link; choose one of: " +
+        (offered.length ? offered.join(", ") : "none (this server offers no search method now)")));
+      return;
+    }
     $("query").value = text;
-    if (params.get("method")) $("method").value = params.get("method");
-    if (params.get("k")) $("k").value = params.get("k");
+    $("method").value = method || defaultMethod;
+    $("k").value = params.get("k") || limits.default_k;
     if (path === "/plan") {
       runPlan(planBody());
       return;
     }
     $("type").value = params.get("type") || "";
     runSearch(searchBody());
-  } else if (path === "/" || path === "") {
-    clearWork();
+  } else if (path === "/" || path === "" || path === "/search" || path === "/plan") {
+    clearWork();     // no link, or one without a query: nothing to run, and nothing of the previous one stays
   }
 }
 
@@ -440,8 +457,10 @@ async function loadMethods() {
     option.value = method.name;
     option.title = method.summary + " (" + method.cost_note + ")";
     option.selected = method.default;
+    if (method.default) defaultMethod = method.name;
     select.append(option);
   }
+  if (!defaultMethod && select.options.length) defaultMethod = select.options[0].value;
 }
 
 function applyHealth(health) {

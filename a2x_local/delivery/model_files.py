@@ -1,0 +1,149 @@
+"""What a packed model may hold, and the walk of a model folder that finds it.
+
+A model folder is regular files and folders. The walk never follows a link to a folder (a link to `.` or `..`
+would loop), refuses a link that leaves the model folder and any file that is not a regular one (a named pipe
+blocks a reader, a device never ends), and stops at `MAX_FILES`: `models pack` refuses what it finds, `models
+verify` reports it. Names and paths follow one rule on both sides: the archive's folder is one plain path segment,
+and every path inside it is relative, without `.`, `..` or empty parts, so nothing can land outside `NAME/`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from a2x_local.errors import UserError
+from a2x_local.outfiles import kind_of
+from a2x_local.text import id_problem
+
+MANIFEST = "a2x-model-manifest.json"
+# A model holds tens to a few hundred files (shards, tokenizer, configs); the bound keeps a hostile archive or
+# folder of a million empty entries from tying a check up.
+MAX_FILES = 10_000
+NAME_MAX_CHARS = 200
+# The hub's download bookkeeping (`hf download --local-dir` writes .cache/huggingface/): not part of the model.
+SKIPPED_DIRS = frozenset({".cache"})
+NAME_HINT = "give --name one folder name, e.g. Qwen2.5-7B-Instruct (no '/', no leading '.' or '-')"
+
+# What makes a file part of the model (a folder whose such files are not all in its manifest is not intact).
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx", ".npz")
+_MODEL_NAMES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                "tokenizer.model", "special_tokens_map.json", "added_tokens.json", "vocab.json", "vocab.txt",
+                "merges.txt", "chat_template.json", "chat_template.jinja", "preprocessor_config.json")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a packed model's archive and folder (one plain path segment), else None."""
+    if not name.strip():
+        return "is empty"
+    if len(name) > NAME_MAX_CHARS:
+        return f"is longer than {NAME_MAX_CHARS} characters"
+    if "/" in name or "\\" in name:
+        return "holds a '/' or '\\': it must be one folder name, not a path"
+    if name[0] in ".-":
+        return "starts with '.' or '-' ('..' leaves the folder, a dot hides it, a dash reads as an option)"
+    return id_problem(name)
+
+
+def check_name(name: str, where: str = "model name") -> str:
+    problem = name_problem(name)
+    if problem is not None:
+        raise UserError(f"{where} {name[:NAME_MAX_CHARS]!r} {problem}", hint=NAME_HINT, code="BadModelName")
+    return name
+
+
+def path_problem(rel: str) -> str | None:
+    """Why ``rel`` cannot be a path inside a packed model (absolute, `..`, `.` or empty parts, control
+    characters), else None."""
+    if not rel or rel.startswith("/"):
+        return "is not a relative path inside the model folder"
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "has '..', '.' or empty parts: it must stay strictly inside the model folder"
+    return id_problem(rel)
+
+
+def is_model_file(rel: str) -> bool:
+    """Whether a file is part of the model proper (config, weights, tokenizer) rather than a note beside it."""
+    name = PurePosixPath(rel).name.lower()
+    return name in _MODEL_NAMES or name.endswith(_WEIGHT_SUFFIXES) or name.startswith("tokenizer")
+
+
+def is_weight_file(rel: str) -> bool:
+    return PurePosixPath(rel).name.lower().endswith(_WEIGHT_SUFFIXES)
+
+
+@dataclass
+class FolderWalk:
+    """The regular files of a model folder (relative POSIX paths, sorted) and what the walk refused."""
+
+    files: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def walk_model(folder: Path, *, limit: int = MAX_FILES) -> FolderWalk:
+    """Every regular file of the model folder (a link to a file inside it counts as that file), the hub's .cache
+    and the manifest left out; links to folders, links that leave the folder and special files are problems."""
+    root = os.path.realpath(folder)
+    walk = FolderWalk()
+    pending: list[tuple[str, str]] = [(root, "")]
+    seen = 0
+    while pending:
+        where, prefix = pending.pop()
+        try:
+            entries = sorted(os.scandir(where), key=lambda e: e.name)
+        except OSError as exc:
+            walk.problems.append(f"{prefix or '.'}: cannot be listed ({exc.strerror or exc})")
+            continue
+        for item in entries:
+            rel = f"{prefix}{item.name}"
+            if (not prefix and item.name == MANIFEST) or (not prefix and item.name in SKIPPED_DIRS
+                                                          and item.is_dir(follow_symlinks=False)):
+                continue
+            seen += 1
+            if seen > limit:
+                walk.problems.append(f"the folder holds more than {limit:,} files and folders; a model holds a few "
+                                     "hundred at most")
+                return walk
+            problem = _entry_problem(item, rel, root)
+            if problem is not None:
+                walk.problems.append(problem)
+            elif item.is_dir(follow_symlinks=False):
+                pending.append((item.path, f"{rel}/"))
+            else:
+                walk.files.append(rel)
+    walk.files.sort()
+    return walk
+
+
+def _entry_problem(item: os.DirEntry[str], rel: str, root: str) -> str | None:
+    """Why one folder entry cannot be part of a model, else None (a folder, a regular file, or a link to a regular
+    file inside the model folder)."""
+    try:
+        if not item.is_symlink():
+            mode = item.stat(follow_symlinks=False).st_mode
+            return None if stat.S_ISDIR(mode) or stat.S_ISREG(mode) else \
+                f"{rel}: is {kind_of(mode)}, not a regular file"
+        target = os.path.realpath(item.path)
+        if os.path.commonpath([root, target]) != root:
+            return f"{rel}: a link to {target}, outside the model folder (links are never followed out of it)"
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return f"{rel}: a broken link"
+    except OSError as exc:
+        # ELOOP: a link that leads back to itself.
+        return f"{rel}: cannot be read ({exc.strerror or exc}; a link loop?)"
+    if stat.S_ISDIR(mode):
+        return f"{rel}: a link to a folder, not followed (it may loop); copy the folder in its place"
+    if not stat.S_ISREG(mode):
+        return f"{rel}: a link to {kind_of(mode)}, not a regular file"
+    return None
+
+
+def inside(folder: Path, rel: str) -> Path | None:
+    """``folder/rel`` when it resolves (links included) to a place strictly inside ``folder``, else None."""
+    root = os.path.realpath(folder)
+    target = os.path.realpath(os.path.join(root, rel))
+    return Path(target) if target != root and os.path.commonpath([root, target]) == root else None

@@ -1,0 +1,180 @@
+"""install.sh on small bundles of real wheels (issue 32, findings 1 and 10): it installs into a new or empty folder or
+over an earlier bundle's install only (its marker), refuses any other folder unless --force, never removes a
+package it did not install, and lists nothing in SHA256SUMS by a part of a line."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from a2x_local.delivery.checksums import write_sums
+from tests.delivery.fake_bundles import installed, make_bundle, make_wheel, run_install
+from tests.support.processes import tree_env
+
+MARKER = "a2x-local-bundle.txt"
+
+
+def pip_install(venv: Path, wheel: Path) -> None:
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                    str(wheel)], check=True, capture_output=True, env={"PATH": "/usr/bin:/bin"})
+
+
+def foreign_venv(where: Path, tmp_path: Path) -> Path:
+    """A virtual environment nobody installed a bundle into, holding a package of its own (gamma)."""
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, env=tree_env())
+    pip_install(where, make_wheel(tmp_path, "gamma", "3.0"))
+    return where
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("kind", ["environment", "folder"])
+def test_a_folder_no_bundle_made_is_refused_and_left_as_it_was(tmp_path: Path, kind: str):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    if kind == "environment":
+        venv = foreign_venv(tmp_path / "venv", tmp_path)
+    else:
+        venv = tmp_path / "venv"
+        (venv / "notes").mkdir(parents=True)
+        (venv / "notes" / "todo.txt").write_text("mine")
+    before = listing(venv)
+    done = run_install(bundle, venv)
+    assert done.returncode == 1, done.stderr
+    assert "is not empty and no a2x-local bundle installed into it" in done.stderr and "--force" in done.stderr
+    if kind == "environment":
+        assert "Python environment with" in done.stderr and "pyvenv.cfg" in done.stderr, done.stderr
+    else:
+        assert "notes" in done.stderr
+    assert listing(venv) == before
+
+
+def test_force_installs_into_it_and_removes_nothing_it_did_not_install(tmp_path: Path):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    venv = foreign_venv(tmp_path / "venv", tmp_path)
+    had = installed(venv)
+    done = run_install(bundle, venv, "--force")
+    assert done.returncode == 0, done.stderr
+    assert installed(venv) == had | {"alpha", "a2x-local"}
+    assert "nothing already in it is removed" in done.stderr and "removing" not in done.stderr
+    marker = (venv / MARKER).read_text()
+    assert "bundle b-one" in marker and "package alpha==1.0" in marker and "gamma" not in marker
+
+
+def test_an_upgrade_removes_only_what_the_earlier_bundle_installed(tmp_path: Path):
+    venv = tmp_path / "venv"
+    first = make_bundle(tmp_path / "one", "b-one", {"alpha": "1.0", "beta": "1.0"})
+    done = run_install(first, venv)
+    assert done.returncode == 0, done.stderr
+    assert "b-one" in subprocess.run([str(venv / "bin" / "a2x-local"), "--version"], capture_output=True,
+                                     text=True).stdout
+    pip_install(venv, make_wheel(tmp_path, "gamma", "3.0"))      # the operator's own addition
+    had = installed(venv)
+    assert {"alpha", "beta", "gamma", "a2x-local"} <= had
+
+    second = make_bundle(tmp_path / "two", "b-two", {"alpha": "2.0"})
+    done = run_install(second, venv)
+    assert done.returncode == 0, done.stderr
+    assert installed(venv) == had - {"beta"}
+    assert "removing what the earlier bundle installed and this one does not carry: beta" in done.stderr
+    assert "bundle b-two" in (venv / MARKER).read_text()
+
+
+def test_an_empty_folder_is_installed_into(tmp_path: Path):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (tmp_path / "venv").mkdir()
+    done = run_install(bundle, tmp_path / "venv")
+    assert done.returncode == 0, done.stderr
+    assert "alpha" in installed(tmp_path / "venv")
+
+
+def test_a_marker_that_lists_foreign_names_removes_none_of_them(tmp_path: Path):
+    """The marker is read as data: only names it lists that the bundle installed are removed, never an option."""
+    venv = tmp_path / "venv"
+    assert run_install(make_bundle(tmp_path / "one", "b-one", {"alpha": "1.0"}), venv).returncode == 0
+    pip_install(venv, make_wheel(tmp_path, "gamma", "3.0"))
+    with (venv / MARKER).open("a") as marker:
+        marker.write("package --yes\npackage -r/etc/passwd\npackage pip==1\n")
+    done = run_install(make_bundle(tmp_path / "two", "b-two", {"alpha": "1.0"}), venv)
+    assert done.returncode == 0, done.stderr
+    assert {"gamma", "pip"} <= installed(venv)
+
+
+# --- finding 10: SHA256SUMS is matched by whole lines ---------------------------------------------------------------
+
+def smuggle(bundle: Path, rel: str, data: bytes = b"smuggled") -> None:
+    path = bundle / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize("unlisted", ["wheels/evil.whl", "wheels/.evil.whl", "wheels/sub/evil.whl"])
+def test_an_unlisted_wheel_is_refused_even_when_a_longer_name_is_listed(tmp_path: Path, unlisted: str):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    smuggle(bundle, "wheels/evil.whl.txt", b"listed")
+    write_sums(bundle)                     # lists wheels/evil.whl.txt ...
+    smuggle(bundle, unlisted)              # ... and not this one
+    done = run_install(bundle, tmp_path / "venv")
+    assert done.returncode == 1, done.stderr
+    named = unlisted.rsplit("/", 1)[0] if unlisted.count("/") > 1 else unlisted   # a sub-folder is named itself
+    assert named in done.stderr and ("not listed in SHA256SUMS" in done.stderr or "no plain file name"
+                                     in done.stderr or "not a regular file" in done.stderr), done.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+@pytest.mark.parametrize("line", ["{hostname}  /etc/hostname", "{outside}  ../outside", "{inner}  wheels/../x",
+                                  "{inner} *x", "garbage"])
+def test_sha256sums_naming_paths_outside_the_bundle_is_refused(tmp_path: Path, line: str):
+    """Each listed path is checked by sha256sum (a listed `/dev/zero` would be read forever): only plain paths
+    inside the bundle are taken, each with its true hash here, so only the path can be what is refused."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (tmp_path / "outside").write_bytes(b"outside")
+    (bundle / "x").write_bytes(b"inner")
+    write_sums(bundle)
+    digests = {name: hashlib.sha256(data).hexdigest() for name, data in
+               (("hostname", Path("/etc/hostname").read_bytes()), ("outside", b"outside"), ("inner", b"inner"))}
+    with (bundle / "SHA256SUMS").open("a") as sums:
+        sums.write(line.format(**digests) + "\n")
+    done = run_install(bundle, tmp_path / "venv")
+    assert done.returncode == 1 and "SHA256SUMS line" in done.stderr, done.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_special_files_in_the_bundle_are_refused_before_anything_reads_them(tmp_path: Path):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (bundle / "BUNDLE_ID").unlink()
+    os.mkfifo(bundle / "BUNDLE_ID")        # read first by the old script: it blocked there forever
+    try:
+        done = run_install(bundle, tmp_path / "venv", timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("install.sh blocked on a named pipe in the bundle")
+    assert done.returncode == 1 and "BUNDLE_ID" in done.stderr and "not a regular file" in done.stderr
+
+
+def test_a_bundle_id_that_is_a_path_is_refused(tmp_path: Path):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (bundle / "BUNDLE_ID").write_text("../../etc/x\n")
+    write_sums(bundle)
+    registry = tmp_path / "registry.duckdb"
+    registry.write_bytes(b"")
+    done = run_install(bundle, tmp_path / "venv", "--registry", registry)
+    assert done.returncode == 1 and "BUNDLE_ID" in done.stderr, done.stderr
+
+
+def test_a_copy_of_the_registry_from_an_earlier_attempt_is_never_overwritten(tmp_path: Path):
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    registry = tmp_path / "registry.duckdb"
+    registry.write_bytes(b"the registry now")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"someone else's file")
+    os.symlink(elsewhere, tmp_path / "registry.duckdb.before-b-one")
+    done = run_install(bundle, tmp_path / "venv", "--registry", registry)
+    assert done.returncode == 1 and "already exists" in done.stderr, done.stderr
+    assert elsewhere.read_bytes() == b"someone else's file"
+    assert not (tmp_path / "venv").exists()

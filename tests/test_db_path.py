@@ -1,0 +1,104 @@
+"""The registry path (`--db`, `$A2X_DB`) is input like any other (issue 32, finding 9): a regular file or absent,
+else a clear error before DuckDB or a lock file touches it, and nothing is written beside it (no `.write.lock`, no
+folder, no file at a link's target). A named pipe hung `ingest` and `stats`; copies of `/dev/full` and `/dev/null`
+were opened for writing."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from a2x_local.db import check_db_path
+from a2x_local.errors import UserError
+from tests.support.paths import SAMPLE
+from tests.support.processes import cli_command, tree_env
+
+DEVICES = {"full": (1, 7), "null": (1, 3)}
+
+
+def run_cli(*args: object, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cli_command(*map(str, args)), env=env or tree_env(), capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`a2x-local {' '.join(map(str, args))}` still ran after {timeout} s (blocked on the path?)")
+
+
+def special(path: Path, kind: str) -> Path:
+    """A named pipe, or a copy of a device node (root only; skipped elsewhere)."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return path
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(*DEVICES[kind]))
+    except PermissionError:
+        pytest.skip("copying a device node needs root")
+    return path
+
+
+def beside(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p != path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "full", "null"])
+@pytest.mark.parametrize("command", [("ingest", str(SAMPLE)), ("stats",)])
+def test_a_special_file_as_db_is_refused_and_nothing_is_written(tmp_path: Path, kind: str, command: tuple):
+    db = special(tmp_path / "registry.duckdb", kind)
+    mode = db.lstat().st_mode
+    done = run_cli(*command, "--db", db)
+    assert done.returncode == 1, done.stderr
+    assert "not a regular file" in done.stderr and str(db) in done.stderr and "hint:" in done.stderr, done.stderr
+    assert "this is a bug" not in done.stderr
+    assert beside(db) == [] and db.lstat().st_mode == mode
+
+
+def test_a_named_pipe_in_a2x_db_is_refused(tmp_path: Path):
+    db = special(tmp_path / "registry.duckdb", "fifo")
+    done = run_cli("ingest", SAMPLE, env=tree_env(A2X_DB=str(db)))
+    assert done.returncode == 1 and "named pipe" in done.stderr, done.stderr
+    assert beside(db) == []
+
+
+def test_a_link_to_nowhere_is_refused_and_its_target_not_created(tmp_path: Path):
+    target = tmp_path / "elsewhere" / "made-by-us.duckdb"
+    db = tmp_path / "registry.duckdb"
+    os.symlink(target, db)
+    done = run_cli("ingest", SAMPLE, "--db", db)
+    assert done.returncode == 1 and "broken symbolic link" in done.stderr, done.stderr
+    assert not target.exists() and not (tmp_path / "elsewhere").exists() and beside(db) == []
+
+
+def test_a_folder_or_a_special_write_ahead_log_is_refused(tmp_path: Path):
+    folder = tmp_path / "folder.duckdb"
+    folder.mkdir()
+    with pytest.raises(UserError, match="is a folder"):
+        check_db_path(folder)
+    os.mkfifo(tmp_path / "registry.duckdb.wal")
+    with pytest.raises(UserError, match=r"registry\.duckdb\.wal.*named pipe"):
+        check_db_path(tmp_path / "registry.duckdb")
+
+
+def test_a_lock_file_that_is_a_link_is_never_written_through(tmp_path: Path):
+    """The lock file is truncated and written with the holder's pid: through a link it would hit the link's target
+    (as root, `ln -s /etc/passwd registry.duckdb.write.lock` emptied /etc/passwd)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    db = tmp_path / "registry.duckdb"
+    os.symlink(victim, tmp_path / "registry.duckdb.write.lock")
+    done = run_cli("ingest", SAMPLE, "--db", db)
+    assert done.returncode == 1 and "write.lock" in done.stderr and "hint:" in done.stderr, done.stderr
+    assert victim.read_text() == "precious"
+
+
+def test_ordinary_paths_still_work(tmp_path: Path):
+    db = tmp_path / "new" / "registry.duckdb"
+    check_db_path(db)                                 # absent: will be created
+    done = run_cli("ingest", SAMPLE, "--db", db)
+    assert done.returncode == 0, done.stderr
+    link = tmp_path / "link.duckdb"
+    os.symlink(db, link)                              # a link to the registry file is fine
+    assert run_cli("stats", "--db", link).returncode == 0
