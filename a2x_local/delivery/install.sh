@@ -11,7 +11,9 @@
 # 4. installs the locked wheels with `pip --no-index --no-deps --require-hashes` (pip's own configuration and PIP_*
 #    variables are ignored, so no index or other folder is ever consulted), then a2x-local itself;
 # 5. over an earlier bundle's install (an upgrade), removes what that bundle installed and this one does not carry
-#    (only packages its marker lists: never one this script did not install), then writes the marker;
+#    (only packages its marker lists: never one this script did not install), then writes the marker, which lists
+#    only packages this bundle carries that were absent before it ran or that the earlier marker listed: one the
+#    operator had (at any version; before a --force install) never becomes the bundle's to remove;
 # 6. with --registry DB: copies DB to DB.before-BUNDLE_ID first, then opens it once with the new a2x-local, which
 #    applies the registry's migrations and records this bundle in its history (`a2x-local stats --db DB`).
 # Stop any a2x-local process that uses the registry (serve, nightly) before an upgrade, and start it again after.
@@ -22,7 +24,7 @@ usage() { echo "usage: $0 VENV [--registry DB] [--force]" >&2; exit 2; }
 fail() { echo "install: error: $1" >&2; [ -n "${2:-}" ] && echo "install: hint: $2" >&2; exit 1; }
 
 [ $# -ge 1 ] || usage
-case "$1" in -h|--help) sed -n '2,17p' "$0"; exit 0 ;; -*) usage ;; esac
+case "$1" in -h|--help) sed -n '2,19p' "$0"; exit 0 ;; -*) usage ;; esac
 venv="$1"; shift
 registry=""
 force=0
@@ -128,6 +130,14 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "install: creating $venv" >&2
   "$py" -m venv "$venv"
 fi
+# What the environment holds before this bundle installs anything (name==version, one a line): a package in it is
+# the bundle's only where the earlier marker says so, whatever version the bundle puts in its place.
+had="$("$venv/bin/python" - <<'PY'
+import importlib.metadata as md, re
+for dist in md.distributions():
+    print(f"{re.sub(r'[-_.]+', '-', dist.metadata['Name']).lower()}=={dist.version}")
+PY
+)"
 echo "install: installing $(grep -c '==' requirements.lock) packages into $venv (a few minutes)" >&2
 if grep -q '==' requirements.lock; then "$venv/bin/python" "${pip_install[@]}" -r requirements.lock; fi
 "$venv/bin/python" "${pip_install[@]}" --force-reinstall -r project.lock
@@ -157,7 +167,21 @@ written="$(mktemp "$venv/.$MARKER.XXXXXX")"   # a new file (never one that was t
   echo "# Written by a2x-local's install.sh: the bundle installed here and the packages it installed. An upgrade"
   echo "# removes only packages listed here that the newer bundle does not carry. Do not edit."
   echo "bundle $bundle_id"
-  grep -h '==' requirements.lock project.lock | sed -n 's/^\([A-Za-z0-9][A-Za-z0-9._-]*==[^ ]*\).*/package \1/p'
+  "$venv/bin/python" - "$had" "$([ "$upgrade" = 1 ] && echo "$marker")" requirements.lock project.lock <<'PY'
+import re, sys
+norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+had = {line.split("==")[0] for line in sys.argv[1].splitlines() if "==" in line}
+ours = set()   # what the earlier marker listed: the bundle's, even at the same version
+if sys.argv[2]:
+    ours = {norm(line.split()[1].split("==")[0]) for line in open(sys.argv[2], encoding="utf-8")
+            if line.startswith("package ") and len(line.split()) == 2}
+pinned = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ]+)")
+for path in sys.argv[3:]:
+    for line in open(path, encoding="utf-8"):
+        found = pinned.match(line)
+        if found and (norm(found[1]) not in had or norm(found[1]) in ours):
+            print(f"package {found[1]}=={found[2]}")
+PY
 } > "$written"
 chmod 644 "$written"
 mv -f "$written" "$marker"

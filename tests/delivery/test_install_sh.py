@@ -86,6 +86,42 @@ def test_an_upgrade_removes_only_what_the_earlier_bundle_installed(tmp_path: Pat
     assert "bundle b-two" in (venv / MARKER).read_text()
 
 
+
+@pytest.mark.parametrize("had_version", ["1.0", "0.9"])
+def test_force_then_upgrade_never_removes_a_package_the_operator_had(tmp_path: Path, had_version: str):
+    """The operator's alpha (the bundle's version or another) was there before --force: the marker does not list it
+    as the bundle's, so an upgrade by a bundle without alpha keeps it (it ran `pip uninstall alpha` before)."""
+    venv = foreign_venv(tmp_path / "venv", tmp_path)
+    pip_install(venv, make_wheel(tmp_path, "alpha", had_version))
+    done = run_install(make_bundle(tmp_path / "one", "b-one", {"alpha": "1.0", "beta": "1.0"}), venv, "--force")
+    assert done.returncode == 0, done.stderr
+    marker = (venv / MARKER).read_text()
+    assert "package beta==1.0" in marker and "alpha" not in marker and "gamma" not in marker, marker
+    had = installed(venv)
+
+    done = run_install(make_bundle(tmp_path / "two", "b-two", {"delta": "1.0"}), venv)
+    assert done.returncode == 0, done.stderr
+    assert installed(venv) == (had - {"beta"}) | {"delta"}, done.stderr
+    assert "removing what the earlier bundle installed and this one does not carry: beta\n" in done.stderr
+    marker = (venv / MARKER).read_text()
+    assert "package delta==1.0" in marker and "alpha" not in marker and "beta" not in marker, marker
+
+
+def test_a_package_the_operator_added_stays_theirs_when_a_later_bundle_carries_it(tmp_path: Path):
+    """gamma added by hand after the first bundle, then carried by the second at the same version: still not the
+    bundle's, so the third (without gamma) keeps it; what the bundles installed themselves stays theirs."""
+    venv = tmp_path / "venv"
+    assert run_install(make_bundle(tmp_path / "one", "b-one", {"alpha": "1.0"}), venv).returncode == 0
+    pip_install(venv, make_wheel(tmp_path, "gamma", "3.0"))
+    done = run_install(make_bundle(tmp_path / "two", "b-two", {"alpha": "1.0", "gamma": "3.0"}), venv)
+    assert done.returncode == 0, done.stderr
+    marker = (venv / MARKER).read_text()
+    assert "package alpha==1.0" in marker and "gamma" not in marker, marker
+    done = run_install(make_bundle(tmp_path / "three", "b-three", {"beta": "1.0"}), venv)
+    assert done.returncode == 0, done.stderr
+    assert "gamma" in installed(venv) and "alpha" not in installed(venv), done.stderr
+    assert "does not carry: alpha\n" in done.stderr
+
 def test_an_empty_folder_is_installed_into(tmp_path: Path):
     bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
     (tmp_path / "venv").mkdir()
