@@ -137,11 +137,13 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
 
 
 def _database_path(path: Path) -> Path:
-    """The registry path, links resolved; a link to nothing stays the link, so opening the registry refuses it
-    (`db.check_db_path`) instead of creating a database wherever the link points."""
+    """The registry path, links resolved (its log and lock files are then beside the file itself); a link to nothing
+    or out of its own folder stays the link, so opening the registry refuses it (`db.check_db_path`) instead of
+    creating or writing a database wherever the link points."""
     resolved = path.resolve()
-    if path.is_symlink() and not resolved.exists():
-        return path.parent.resolve() / path.name
+    folder = path.parent.resolve()
+    if path.is_symlink() and (not resolved.exists() or resolved.parent != folder):
+        return folder / path.name
     return resolved
 
 

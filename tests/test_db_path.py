@@ -99,6 +99,60 @@ def test_ordinary_paths_still_work(tmp_path: Path):
     check_db_path(db)                                 # absent: will be created
     done = run_cli("ingest", SAMPLE, "--db", db)
     assert done.returncode == 0, done.stderr
-    link = tmp_path / "link.duckdb"
-    os.symlink(db, link)                              # a link to the registry file is fine
-    assert run_cli("stats", "--db", link).returncode == 0
+    link = db.parent / "current.duckdb"
+    os.symlink(db.name, link)                         # a link to the registry file beside it is fine
+    done = run_cli("stats", "--db", link)
+    assert done.returncode == 0, done.stderr
+
+
+# --- links DuckDB would write through (the audit after issue 32) ---------------------------------------------------
+
+@pytest.mark.parametrize("points_to", ["victim", "database"])
+def test_a_write_ahead_log_that_is_a_link_is_refused_and_its_target_untouched(tmp_path: Path, points_to: str):
+    """DuckDB overwrote the target of a `.wal` link (any regular file passed the check, which followed links); a link
+    to the database beside it would have had the log written over the registry."""
+    db = tmp_path / "registry.duckdb"
+    assert run_cli("ingest", SAMPLE, "--db", db).returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    wal = tmp_path / "registry.duckdb.wal"
+    wal.unlink(missing_ok=True)
+    os.symlink(victim.name if points_to == "victim" else db.name, wal)
+    kept = {path.name: path.read_bytes() for path in (victim, db)}
+    names = sorted(p.name for p in tmp_path.iterdir())
+    for command in (("ingest", SAMPLE), ("stats",)):
+        done = run_cli(*command, "--db", db)
+        assert done.returncode == 1, done.stderr
+        assert f"{wal}: the registry's write-ahead log is a symbolic link" in done.stderr, done.stderr
+        assert "hint: remove the link" in done.stderr and "this is a bug" not in done.stderr
+    assert {path.name: path.read_bytes() for path in (victim, db)} == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+def test_a_write_ahead_log_link_beside_a_new_database_is_refused(tmp_path: Path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    os.symlink(victim, tmp_path / "registry.duckdb.wal")
+    with pytest.raises(UserError, match=r"registry\.duckdb\.wal: the registry's write-ahead log is a symbolic link"):
+        check_db_path(tmp_path / "registry.duckdb")
+    assert run_cli("ingest", SAMPLE, "--db", tmp_path / "registry.duckdb").returncode == 1
+    assert victim.read_text() == "precious" and not (tmp_path / "registry.duckdb").exists()
+
+
+def test_a_database_link_out_of_its_folder_is_refused_naming_both(tmp_path: Path):
+    """DuckDB follows the link and keeps its log beside the target: a link out of the folder had a command write
+    the registry, and a log and lock files, in a folder nobody named (here: another registry's)."""
+    elsewhere = tmp_path / "elsewhere"
+    target = elsewhere / "theirs.duckdb"
+    assert run_cli("ingest", SAMPLE, "--db", target).returncode == 0
+    names, data = sorted(p.name for p in elsewhere.iterdir()), target.read_bytes()
+    (tmp_path / "here").mkdir()
+    link = tmp_path / "here" / "registry.duckdb"
+    os.symlink(target, link)
+    for command in (("ingest", SAMPLE), ("stats",)):
+        done = run_cli(*command, "--db", link)
+        assert done.returncode == 1, done.stderr
+        assert f"{link}: is a symbolic link to {target}, outside the folder that holds it" in done.stderr, done.stderr
+        assert f"hint: point --db (or $A2X_DB) at {target} itself" in done.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == names and target.read_bytes() == data
+    assert beside(link) == []
