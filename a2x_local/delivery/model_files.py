@@ -1,10 +1,11 @@
 """What a packed model may hold, and the walk of a model folder that finds it.
 
 A model folder is regular files and folders. The walk never follows a link to a folder (a link to `.` or `..`
-would loop), refuses a link that leaves the model folder and any file that is not a regular one (a named pipe
-blocks a reader, a device never ends), and stops at `MAX_FILES`: `models pack` refuses what it finds, `models
-verify` reports it. Names and paths follow one rule on both sides: the archive's folder is one plain path segment,
-and every path inside it is relative, without `.`, `..` or empty parts, so nothing can land outside `NAME/`.
+would loop), refuses a link that leaves the model folder, any file that is not a regular one (a named pipe
+blocks a reader, a device never ends) and a sparse file (a 1 TiB file of holes costs nothing to make and half an
+hour to hash), and stops at `MAX_FILES`: `models pack` refuses what it finds, `models verify` reports it.
+Names and paths follow one rule on both sides: the archive's folder is one plain path segment, and every path
+inside it is relative, without `.`, `..` or empty parts, so nothing can land outside `NAME/`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ MANIFEST = "a2x-model-manifest.json"
 # folder of a million empty entries from tying a check up.
 MAX_FILES = 10_000
 NAME_MAX_CHARS = 200
+# Below this size a file is never called sparse: small files may have no blocks of their own (btrfs keeps them inline).
+SPARSE_MIN_BYTES = 1 << 20
 # The hub's download bookkeeping (`hf download --local-dir` writes .cache/huggingface/): not part of the model.
 SKIPPED_DIRS = frozenset({".cache"})
 NAME_HINT = "give --name one folder name, e.g. Qwen2.5-7B-Instruct (no '/', no leading '.' or '-')"
@@ -81,6 +84,7 @@ class FolderWalk:
 
     files: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    refused: set[str] = field(default_factory=set)     # the paths a problem names (not listed again as missing)
 
 
 def walk_model(folder: Path, *, limit: int = MAX_FILES) -> FolderWalk:
@@ -110,6 +114,7 @@ def walk_model(folder: Path, *, limit: int = MAX_FILES) -> FolderWalk:
             problem = _entry_problem(item, rel, root)
             if problem is not None:
                 walk.problems.append(problem)
+                walk.refused.add(rel)
             elif item.is_dir(follow_symlinks=False):
                 pending.append((item.path, f"{rel}/"))
             else:
@@ -123,13 +128,15 @@ def _entry_problem(item: os.DirEntry[str], rel: str, root: str) -> str | None:
     file inside the model folder)."""
     try:
         if not item.is_symlink():
-            mode = item.stat(follow_symlinks=False).st_mode
-            return None if stat.S_ISDIR(mode) or stat.S_ISREG(mode) else \
-                f"{rel}: is {kind_of(mode)}, not a regular file"
+            info = item.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode):
+                return sparse_problem(item.path, info, rel)
+            return None if stat.S_ISDIR(info.st_mode) else f"{rel}: is {kind_of(info.st_mode)}, not a regular file"
         target = os.path.realpath(item.path)
         if os.path.commonpath([root, target]) != root:
             return f"{rel}: a link to {target}, outside the model folder (links are never followed out of it)"
-        mode = os.stat(target).st_mode
+        info = os.stat(target)
+        mode = info.st_mode
     except FileNotFoundError:
         return f"{rel}: a broken link"
     except OSError as exc:
@@ -139,7 +146,35 @@ def _entry_problem(item: os.DirEntry[str], rel: str, root: str) -> str | None:
         return f"{rel}: a link to a folder, not followed (it may loop); copy the folder in its place"
     if not stat.S_ISREG(mode):
         return f"{rel}: a link to {kind_of(mode)}, not a regular file"
-    return None
+    return sparse_problem(target, info, rel)
+
+
+def sparse_problem(file: str | int, info: os.stat_result, rel: str) -> str | None:
+    """Why a regular file (a path or an open descriptor, with its stat) is sparse, else None.
+
+    Sparse: less than half its size on disk and a hole the file system reports (SEEK_HOLE). Both, because each
+    alone misleads: a compressing file system (ZFS, btrfs) stores a file in fewer blocks than its size and some
+    FUSE mounts report no blocks at all, while holes are what make a huge file cost nothing. Weights are written
+    whole, so a file with holes is damaged (an interrupted download) or made to tie a hash up for hours; it is
+    refused before a byte is read, and `models verify` answers in seconds whatever size a file claims."""
+    on_disk = info.st_blocks * 512
+    if info.st_size < SPARSE_MIN_BYTES or on_disk * 2 >= info.st_size:
+        return None
+    try:
+        fd = file if isinstance(file, int) else os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None                   # not readable: the reader that opens it next says why
+    try:
+        hole = os.lseek(fd, 0, os.SEEK_HOLE)
+    except OSError:
+        return None                   # the file system cannot tell: few blocks alone prove nothing
+    finally:
+        if not isinstance(file, int):
+            os.close(fd)
+    if hole >= info.st_size:
+        return None
+    return (f"{rel}: a sparse file ({info.st_size:,} bytes, {on_disk:,} of them on disk, a hole at byte {hole:,}); "
+            "model files are written whole, so this one is damaged (an interrupted copy?) or planted; not read")
 
 
 def inside(folder: Path, rel: str) -> Path | None:

@@ -34,6 +34,7 @@ from a2x_local.delivery.model_files import (
     is_weight_file,
     name_problem,
     path_problem,
+    sparse_problem,
     walk_model,
 )
 from a2x_local.delivery.model_manifest import (
@@ -261,6 +262,8 @@ def _verify_folder(folder: Path, progress: Progress | None) -> VerifyReport:
     tick = progress(f"checking {report.name}", manifest.total_bytes) if progress else None
     for entry in manifest.files:
         rel = entry.path
+        if rel in walk.refused:        # the walk said why (a special file, a link out, a sparse file)
+            continue
         if rel not in found:
             gone = not os.path.lexists(folder / rel)
             report.problem(f"{rel}: missing" if gone else f"{rel}: not a regular file inside the model folder")
@@ -272,9 +275,14 @@ def _verify_folder(folder: Path, progress: Progress | None) -> VerifyReport:
             report.problem(f"{rel}: {exc.message}")
             continue
         with stream:
-            size = os.fstat(stream.fileno()).st_size
+            info = os.fstat(stream.fileno())
+            size = info.st_size
             if size != entry.bytes:    # no need to read it: the size alone says it changed
                 _compare(report, rel, entry.bytes, "", size, entry.sha256)
+                continue
+            sparse = sparse_problem(stream.fileno(), info, rel)   # again: it may have been swapped since the walk
+            if sparse is not None:
+                report.problem(sparse)
                 continue
             sha, size = _digest(stream, tick, limit=entry.bytes + 1)
         _compare(report, rel, entry.bytes, sha, size, entry.sha256)

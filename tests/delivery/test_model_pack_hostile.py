@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from a2x_local.delivery import ModelToPack, pack_model, verify_model
+from a2x_local.delivery.model_files import sparse_problem
 from a2x_local.delivery.model_pack import MAX_MEMBERS, MAX_PROBLEMS
 from a2x_local.errors import InputError, UserError
-from tests.support.processes import python_command, tree_env
+from tests.support.processes import cli_command, python_command, tree_env
 
 MANIFEST = "a2x-model-manifest.json"
 CONFIG = b'{"architectures": ["X"]}'
@@ -351,6 +352,70 @@ def test_a_sparse_terabyte_weight_is_refused_before_hashing(tmp_path: Path):
         pytest.fail("verify hashed a 1 TiB sparse member of a 10 KB archive")
     assert done.stdout.startswith(("ERROR", "NOT OK")) and "model.safetensors" in done.stdout, done.stdout
 
+
+
+def sparse_model_folder(tmp_path: Path) -> Path:
+    """An unpacked model whose weights became a 1 TiB file of holes, with a manifest that lists it at that size."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(CONFIG)
+    with (folder / "model.safetensors").open("wb") as handle:
+        handle.truncate(1 << 40)
+    if os.stat(folder / "model.safetensors").st_blocks * 512 > 1 << 20:
+        pytest.skip("this file system does not keep sparse files")
+    huge = {"path": "model.safetensors", "bytes": 1 << 40, "sha256": "0" * 64}
+    (folder / MANIFEST).write_text(json.dumps(manifest_of("m", [entry("config.json", CONFIG), huge])))
+    return folder
+
+
+@pytest.mark.timeout(600)
+def test_folder_verify_refuses_a_sparse_terabyte_weight_in_seconds(tmp_path: Path):
+    """Only archives were bounded: verify of the unpacked folder hashed the 1 TiB of holes (minutes, then hours)."""
+    folder = sparse_model_folder(tmp_path)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(cli_command("models", "verify", str(folder)), env=tree_env(), capture_output=True,
+                              text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("models verify still hashed a 1 TiB sparse file of a model folder after 120 s")
+    took = time.monotonic() - started
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "model.safetensors: a sparse file (1,099,511,627,776 bytes, " in done.stdout, done.stdout
+    assert "Traceback" not in done.stderr and "this is a bug" not in done.stderr
+    assert took < 60, f"verify took {took:.0f} s"
+
+
+def test_pack_refuses_a_sparse_file_before_reading_it(tmp_path: Path):
+    folder = sparse_model_folder(tmp_path)
+    (folder / MANIFEST).unlink()
+    with pytest.raises(UserError, match=r"model\.safetensors: a sparse file"):
+        pack_model(ModelToPack(folder, "m"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_sparse_files_are_told_apart_from_whole_ones(tmp_path: Path):
+    """A whole file (written, 2 MiB) and a file with one hole at its end are judged by what is on disk."""
+    whole, holed = tmp_path / "whole.safetensors", tmp_path / "holed.safetensors"
+    whole.write_bytes(os.urandom(2 << 20))
+    with holed.open("wb") as handle:
+        handle.write(os.urandom(1 << 20))
+        handle.truncate(64 << 20)
+    assert sparse_problem(str(whole), os.stat(whole), "whole.safetensors") is None
+    with holed.open("rb") as handle:      # an open descriptor, as verify passes it
+        said = sparse_problem(handle.fileno(), os.fstat(handle.fileno()), "holed.safetensors")
+    assert said is not None and "a hole at byte 1,048,576" in said, said
+
+
+def test_a_folder_with_large_whole_weights_verifies(tmp_path: Path):
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(CONFIG)
+    (folder / "model.safetensors").write_bytes(os.urandom(3 << 20))
+    report = pack_model(ModelToPack(folder, "big"), tmp_path / "out")
+    assert verify_model(report.archive).ok
+    with tarfile.open(report.archive) as tar:
+        tar.extractall(tmp_path / "far", filter="data")
+    assert verify_model(tmp_path / "far" / "big").ok
 
 def test_a_member_larger_than_the_archive_is_refused_before_hashing(tmp_path: Path):
     files = {"config.json": CONFIG, "model.safetensors": WEIGHTS}
