@@ -67,7 +67,7 @@ def eval_command(
     ctx: typer.Context,
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Benchmark file: JSON list (or JSONL) "
                                                  "of {id, query, correct_tools: [{id}]}.")] = None,
-    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Answer size of ranked methods.")] = 10,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=100_000, help="Answer size of ranked methods.")] = 10,
     limit: Annotated[int | None, typer.Option(min=1, max=10_000_000, help="Only the first N queries.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: runs/<queries>-<method>-<hash>;"
                                              " the same settings resume the same folder).")] = None,
@@ -275,7 +275,8 @@ def tune_command(
     ctx: typer.Context,
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Labelled queries of this registry (the "
                                                  "`eval` format); half tunes, half is held out.")] = None,
-    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Cut-off of the hit@k that is maximised.")] = 10,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=100_000,
+                                   help="Cut-off of the hit@k that is maximised.")] = 10,
     held_out: Annotated[float, typer.Option("--held-out", min=0.05, max=0.95,
                                             help="Share of the queries held out to report on.")] = 0.5,
     embedding_model: Annotated[str | None, typer.Option(

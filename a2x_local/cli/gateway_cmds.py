@@ -174,7 +174,7 @@ def audit_command(
     profile: Annotated[str | None, typer.Option("--profile", show_default=False, help="Only this profile.")] = None,
     outcome: Annotated[str | None, typer.Option("--outcome", show_default=False,
                                                 help=f"Only this outcome: {' | '.join(OUTCOMES)}.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, show_default=False,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, max=1_000_000_000, show_default=False,
                                               help="At most this many rows, newest first (default: 50 on screen, "
                                                    "all with --json or --csv).")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", show_default=False,

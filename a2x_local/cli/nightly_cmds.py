@@ -12,6 +12,7 @@ from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     NoCacheOption,
+    config_flag,
     engine_loader,
     model_label,
     settings_for,
@@ -20,10 +21,12 @@ from a2x_local.cli.options import (
 from a2x_local.cli.output import console, print_error, print_json, shown, with_round_progress
 from a2x_local.lifecycle import EXIT_CODES, NightlyRequest, run_nightly, summary_rows
 from a2x_local.llm import EngineOptions
+from a2x_local.settings import table_models
 
 # This module's commands; the composition root (cli/app.py) adds them to the application.
 commands = typer.Typer()
 
+_LIFECYCLE = table_models()["lifecycle"]   # the flags below take its fields' bounds
 _EXIT_HELP = "; ".join(f"{code} {meaning}" for code, meaning in sorted(EXIT_CODES.items()))
 
 
@@ -42,11 +45,10 @@ def nightly_command(
     = "auto",
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Gate: benchmark file both trees answer; "
                                                  "without it the new tree is activated directly.")] = None,
-    max_drop: Annotated[float | None, typer.Option("--max-drop", min=0, max=100, help="Gate: most hit-rate points "
-                                                   "the new tree may lose (default: \\[lifecycle] max_drop).")]
-    = None,
-    keep: Annotated[int | None, typer.Option("--keep", min=1, help="Completed trees to keep, newest first; the active "
-                                             "tree is never deleted (default: \\[lifecycle] keep_trees).")] = None,
+    max_drop: config_flag(_LIFECYCLE, "max_drop", "--max-drop", help="Gate: most hit-rate points the new tree may "
+                          "lose (default: \\[lifecycle] max_drop).") = None,
+    keep: config_flag(_LIFECYCLE, "keep_trees", "--keep", help="Completed trees to keep, newest first; the active "
+                      "tree is never deleted (default: \\[lifecycle] keep_trees).") = None,
     force: Annotated[bool, typer.Option("--force", help="Sync even when it removes more than \\[registry] "
                                         "sync_max_remove_share of the services.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build afresh instead of updating the active tree "

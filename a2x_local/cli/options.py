@@ -144,6 +144,7 @@ def _exclusive_range(info: Any, bounds: dict[str, float]) -> Callable[[str], Any
         except ValidationError as exc:
             raise typer.BadParameter(exc.errors()[0]["msg"]) from None
 
+    parse.bounds = dict(bounds)  # type: ignore[attr-defined]  # what a check of every flag's range reads
     return parse
 
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from a2x_local import provenance
-from a2x_local.cli.options import DbOption, JsonOption, open_registry_db, settings_for
+from a2x_local.cli.options import DbOption, JsonOption, config_flag, open_registry_db, settings_for
 from a2x_local.cli.output import console, print_json, shown
 from a2x_local.cli.tables import CUT, REST, Column, print_table
 from a2x_local.db import software_history, transaction
@@ -34,6 +34,9 @@ commands = typer.Typer()
 services_app = typer.Typer(help="Inspect and edit the services in the registry.", no_args_is_help=True)
 commands.add_typer(services_app, name="services")
 
+# Rows `services list` may show or skip: more than any registry holds, and inside DuckDB's BIGINT (`--offset
+# 99999999999999999999` and `--limit -5` ended in DuckDB errors).
+ROWS_MAX = 1_000_000_000
 _FORMAT_HELP = "Input format: " + "; ".join(f"[bold]{k}[/bold] = {v}" for k, v in FORMATS.items())
 
 
@@ -86,7 +89,9 @@ def ingest_command(
                                           "content (otherwise they are conflicts and nothing is written).")] = False,
     server: Annotated[str | None, typer.Option("--server", help="MCP server name for tools/list files "
                                                "(ids become SERVER/TOOL); default: from the file.")] = None,
-    max_description_chars: Annotated[int | None, typer.Option(help="Reject longer descriptions.")] = None,
+    max_description_chars: config_flag(RegistryConfig, "max_description_chars", "--max-description-chars",
+                                       help="Reject longer descriptions (default: \\[registry] "
+                                            "max_description_chars).") = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check and report, write nothing.")] = False,
     sync_registry: Annotated[bool, typer.Option("--sync", help="Make the registry equal the input: add, update, and "
                                                 "remove services the input no longer has.")] = False,
@@ -236,8 +241,8 @@ def list_command(
     ctx: typer.Context,
     service_type: Annotated[str | None, typer.Option("--type", help="Only this type.")] = None,
     source: Annotated[str | None, typer.Option("--source", help="Only sources containing this text.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many (0 = all).")] = 50,
-    offset: Annotated[int, typer.Option(help="Skip this many first.")] = 0,
+    limit: Annotated[int, typer.Option(min=0, max=ROWS_MAX, help="At most this many (0 = all).")] = 50,
+    offset: Annotated[int, typer.Option(min=0, max=ROWS_MAX, help="Skip this many first.")] = 0,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:

@@ -54,7 +54,13 @@ commands.add_typer(tree_app, name="tree")
 
 _SHOWN = 20  # changes listed by `tree update` and `tree diff` (--json has them all)
 
-TreeIdOption = Annotated[int | None, typer.Option("--id", help="Tree (build) id; default: the active tree.")]
+# Tree (build) ids are DuckDB INTEGERs from 1: a larger one ended in a DuckDB error, not a usage error.
+TREE_ID_MAX = 2**31 - 1
+TreeIdOption = Annotated[int | None, typer.Option("--id", min=1, max=TREE_ID_MAX,
+                                                  help="Tree (build) id; default: the active tree.")]
+TreeIdArgument = Annotated[int, typer.Argument(min=1, max=TREE_ID_MAX, help="Tree id.")]
+# Levels `tree show` prints: the deepest tree `tree import` takes has 32 (a build stops at [build] max_depth, 8).
+_DEPTH_MAX = 32
 
 
 def _load(con, build_id: int | None) -> Tree:
@@ -102,7 +108,7 @@ def list_command(ctx: typer.Context, db: DbOption = None, json_output: JsonOptio
 def show_command(
     ctx: typer.Context,
     node: Annotated[str | None, typer.Argument(help="Node id to start from (default: the root).")] = None,
-    depth: Annotated[int, typer.Option("--depth", "-d", min=0, help="Levels below NODE to print.")] = 2,
+    depth: Annotated[int, typer.Option("--depth", "-d", min=0, max=_DEPTH_MAX, help="Levels below NODE to print.")] = 2,
     build_id: TreeIdOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,
@@ -270,7 +276,7 @@ def import_command(
 
 
 @tree_app.command("activate")
-def activate_command(ctx: typer.Context, build_id: Annotated[int, typer.Argument(help="Tree id.")],
+def activate_command(ctx: typer.Context, build_id: TreeIdArgument,
                      db: DbOption = None, json_output: JsonOption = False) -> None:
     """Make a completed tree the one searches use.
 
@@ -287,7 +293,7 @@ def activate_command(ctx: typer.Context, build_id: Annotated[int, typer.Argument
 @tree_app.command("delete")
 def delete_command(
     ctx: typer.Context,
-    build_id: Annotated[int, typer.Argument(help="Tree id.")],
+    build_id: TreeIdArgument,
     force: Annotated[bool, typer.Option("--force", help="Also delete the active tree (none is active after).")]
     = False,
     db: DbOption = None,
@@ -313,7 +319,8 @@ def delete_command(
 @with_engine_options
 def update_command(
     ctx: typer.Context,
-    base: Annotated[int | None, typer.Option("--id", help="Tree to start from; default: the active tree.")] = None,
+    base: Annotated[int | None, typer.Option("--id", min=1, max=TREE_ID_MAX,
+                                             help="Tree to start from; default: the active tree.")] = None,
     placement: Annotated[str | None, typer.Option(
         "--placement", metavar="|".join(PLACEMENTS),
         help="model: the search descent files each service (default, `placement` in \\[lifecycle]); embedding: the "
@@ -374,8 +381,8 @@ def update_command(
 @tree_app.command("diff")
 def diff_command(
     ctx: typer.Context,
-    a: Annotated[int, typer.Argument(help="The older tree's id.", show_default=False)],
-    b: Annotated[int, typer.Argument(help="The newer tree's id.", show_default=False)],
+    a: Annotated[int, typer.Argument(min=1, max=TREE_ID_MAX, help="The older tree's id.", show_default=False)],
+    b: Annotated[int, typer.Argument(min=1, max=TREE_ID_MAX, help="The newer tree's id.", show_default=False)],
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
