@@ -55,6 +55,7 @@ class Caller:
 
     profile: Profile
     key: str
+    token_sha256: str | None = field(default=None, compare=False, repr=False)   # to find its profile again
 
 
 class Policy:
@@ -105,8 +106,18 @@ class Policy:
         """The caller a token makes (None: a token bound to no profile). No token: the default profile."""
         if not token:
             return Caller(self.default(), anonymous)
-        digest = token_digest(token)
+        return self._bound(token_digest(token))
+
+    def _bound(self, digest: str) -> Caller | None:
         for known, name in self._tokens.items():
             if hmac.compare_digest(known, digest):
-                return Caller(self.profiles[name], f"token:{digest[:8]}")
+                return Caller(self.profiles[name], f"token:{digest[:8]}", digest)
         return None
+
+    def again(self, caller: Caller) -> Caller | None:
+        """The same client under these profiles (a gateway file read again): its token's profile now, None when the
+        token is bound to none any more; a client without a token gets the default profile."""
+        if caller.token_sha256 is None:
+            return Caller(self.default(), caller.key)
+        found = self._bound(caller.token_sha256)
+        return Caller(found.profile, caller.key, caller.token_sha256) if found is not None else None

@@ -1,4 +1,5 @@
-"""Sessions to MCP servers, pooled per server, run on the gateway's own event loop (`GatewayLoop`).
+"""Sessions to MCP servers, pooled per server, run on one event loop (`GatewayLoop`: the server's own, or a loop
+on a thread of its own).
 
 Every session is the official SDK's `Client` over stdio (the server started as a process on first use, in its own
 process group, with only the environment the gateway file allows) or over streamable HTTP. A session carries up to
@@ -37,16 +38,29 @@ T = TypeVar("T")
 STDERR_TAIL_BYTES = 4096
 REAP_EVERY_S = 1.0
 CONNECTION_CLOSED = -32000
+MIN_CALL_S = 0.01     # a session found with less of the deadline left than this is not worth sending a call to
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 class GatewayLoop:
-    """An asyncio loop on its own daemon thread: every session lives here, whichever loop a caller runs on (the
-    HTTP server's, the stdio server's, a test's). Callers await `run`, which carries cancellation across."""
+    """The event loop every session lives on, whichever loop a caller runs on. By default a loop on its own daemon
+    thread (the CLI's `gateway check`, tests that call from `asyncio.run`); a server adopts its own loop instead
+    (`adopt`), so a call is awaited where it came from: no hop to another thread and back, each of which cost the
+    calling thread its turn at the GIL (1-2 ms a call through `serve`, measured). Callers await `run`, which carries
+    cancellation across when the loops differ."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._owned = False
         self._lock = threading.Lock()
+
+    def adopt(self, loop: asyncio.AbstractEventLoop | None = None) -> bool:
+        """Make ``loop`` (default: the running one) the sessions' loop; False when another is in use already."""
+        with self._lock:
+            loop = loop or asyncio.get_running_loop()
+            if self._loop is None:
+                self._loop, self._owned = loop, False
+            return self._loop is loop
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -62,35 +76,56 @@ class GatewayLoop:
 
                 threading.Thread(target=serve, name="a2x-gateway", daemon=True).start()
                 ready.wait()
-                self._loop = loop
+                self._loop, self._owned = loop, True
             return self._loop
 
     async def run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the gateway loop and await it here; cancelling the caller cancels it there."""
-        future = asyncio.run_coroutine_threadsafe(work, self.loop)
+        loop = self.loop
+        if loop is asyncio.get_running_loop():
+            return await work
+        future = asyncio.run_coroutine_threadsafe(work, loop)
         return await asyncio.wrap_future(future)
 
     def call(self, work: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         """Run ``work`` on the gateway loop from a thread that has no loop (the CLI), and wait for it."""
         return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout_s)
 
-    def close(self, pools: list[ServerPool]) -> None:
-        """Close every session of ``pools`` (their processes stopped) and stop the loop."""
-        with self._lock:
-            loop, self._loop = self._loop, None
+    async def aclose(self, pools: list[ServerPool]) -> None:
+        """Close every session of ``pools``, awaited on any loop (a server closing on the loop it adopted)."""
+        loop = self._loop
         if loop is None:
             return
+        if loop is not asyncio.get_running_loop():
+            await asyncio.to_thread(self.close, pools)
+            return
+        await _close_pools(pools, everything=False)
+        with self._lock:
+            self._loop = None
+
+    def close(self, pools: list[ServerPool]) -> None:
+        """Close every session of ``pools`` (their processes stopped) and stop the loop if it is the gateway's own;
+        from another thread than the loop's (an adopted loop that no longer runs had its tasks ended with it)."""
+        with self._lock:
+            loop, owned, self._loop = self._loop, self._owned, None
+        if loop is None or loop.is_closed() or not (owned or loop.is_running()):
+            return
         try:
-            asyncio.run_coroutine_threadsafe(_close_all(pools), loop).result(30)
+            asyncio.run_coroutine_threadsafe(_close_pools(pools, everything=owned), loop).result(30)
         except Exception as exc:   # shutting down: say what was left, do not hide the server's own exit
             log.warning("closing the gateway's sessions failed: %s", exc)
-        loop.call_soon_threadsafe(loop.stop)
+        if owned:
+            loop.call_soon_threadsafe(loop.stop)
 
 
-async def _close_all(pools: list[ServerPool]) -> None:
+async def _close_pools(pools: list[ServerPool], *, everything: bool) -> None:
+    """Close the pools and end their reapers; on the gateway's own loop, every other task too (nothing else runs
+    there)."""
     await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
-    others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in others:          # the pools' reapers, sessions of pools retired earlier
+    others = [pool.reaper for pool in pools if pool.reaper is not None and not pool.reaper.done()]
+    if everything:
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in others:
         task.cancel()
     await asyncio.gather(*others, return_exceptions=True)
 
@@ -270,17 +305,21 @@ class Session:
                 await asyncio.to_thread(self.stderr.ended.wait, 1.0)
             raise self._failure(f"did not start: {type(exc).__name__}: {str(exc)[:300]}") from exc
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, progress: Progress | None) -> Any:
-        """The server's answer to one tools/call; failures become errors naming the server."""
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float, progress: Progress | None, *,
+                   waited_s: float = 0.0) -> Any:
+        """The server's answer to one tools/call within what is left of ``timeout_s`` after ``waited_s`` spent
+        waiting for this session; failures become errors naming the server."""
         from mcp.shared.exceptions import MCPError
 
         self.calls += 1
+        waited = f" ({waited_s:.1f} s of it waiting for a free session)" if waited_s >= 0.05 else ""
         try:
             return await asyncio.wait_for(self.client.call_tool(tool, arguments, progress_callback=progress),
-                                          timeout_s)
+                                          max(timeout_s - waited_s, 0.001))
         except TimeoutError:
             self.retiring = True    # a server that left a call unanswered may be stuck: no new calls here
-            raise self._failure(f"tool '{tool}' did not answer within {timeout_s:g} s (the call was cancelled)",
+            raise self._failure(f"tool '{tool}' did not answer within {timeout_s:g} s{waited} (the call was "
+                                "cancelled)",
                                 code="ServerTimeout", status=504, outcome="timeout",
                                 hint="try again later; [gateway] call_timeout_s (or the server's call_timeout_s "
                                      "in the gateway file) sets the limit") from None
@@ -323,7 +362,7 @@ class ServerPool:
         self.sessions: list[Session] = []
         self.started = 0
         self._freed = asyncio.Condition()
-        self._reaper: asyncio.Task[None] | None = None
+        self.reaper: asyncio.Task[None] | None = None
         self.closed = False
 
     @property
@@ -345,7 +384,8 @@ class ServerPool:
 
     async def call(self, tool: str, arguments: dict[str, Any], *, timeout_s: float,
                    progress: Progress | None = None) -> Any:
-        """One call on a free session: waiting for one at most ``timeout_s``, the call itself too."""
+        """One call on a free session within ``timeout_s`` all told: the wait for a free session and the call share
+        one deadline (a server's cold start has its own limit, `start_timeout_s`, and does not count)."""
         if self.closed:
             raise GatewayError(f"server '{self.name}': the gateway is closing", code="Unavailable", status=503,
                                outcome="failed", hint="try again once the server is back")
@@ -353,11 +393,13 @@ class ServerPool:
         session = None
         async with self._freed:
             while session is None:
-                session = self._pick()
+                left = deadline - time.monotonic()
+                session = self._pick() if left >= MIN_CALL_S else None
                 if session is None:
-                    left = deadline - time.monotonic()
                     try:
-                        await asyncio.wait_for(self._freed.wait(), max(left, 0.001))
+                        if left < MIN_CALL_S:
+                            raise TimeoutError
+                        await asyncio.wait_for(self._freed.wait(), left)
                     except TimeoutError:
                         raise GatewayError(
                             f"server '{self.name}': all {self.max_sessions} sessions were busy ({self.max_calls} "
@@ -365,9 +407,10 @@ class ServerPool:
                             hint="try again; the gateway file's max_sessions ([gateway] max_sessions_per_server) "
                                  "allows more sessions") from None
             session.inflight += 1
+        waited = timeout_s - (deadline - time.monotonic())
         try:
             await session.wait_ready()     # a cold start has its own limit (start_timeout_s), not the call's
-            return await session.call(tool, arguments, timeout_s, progress)
+            return await session.call(tool, arguments, timeout_s, progress, waited_s=waited)
         finally:
             session.inflight -= 1
             session.last_used = time.monotonic()
@@ -377,8 +420,8 @@ class ServerPool:
                 self._freed.notify_all()
 
     def _ensure_reaper(self) -> None:
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.ensure_future(self._reap())
+        if self.reaper is None or self.reaper.done():
+            self.reaper = asyncio.ensure_future(self._reap())
 
     async def _reap(self) -> None:
         """Close idle, retiring and dead sessions; forget closed ones; end when none is left."""

@@ -81,6 +81,7 @@ class Gateway:
         self.problem: str | None = None
         self.loop = GatewayLoop()
         self.pools: dict[str, ServerPool] = {}
+        self.retired: list[ServerPool] = []      # pools of connections the file changed, closing
         self._stamp: tuple[int, int] | None = None
         self._resolved: tuple[Any, dict[str, ServerEntry], dict[str, GatewayError]] | None = None
         if path is not None:
@@ -141,6 +142,7 @@ class Gateway:
         pool = self.pools.get(entry.name)
         if pool is not None and pool.entry != entry:
             pool.retire()        # its calls in flight finish on it
+            self.retired = [old for old in self.retired if old.live()] + [pool]
             pool = None
         if pool is None:
             pool = ServerPool(entry, max_sessions=entry.max_sessions or self.config.max_sessions_per_server,
@@ -230,13 +232,33 @@ class Gateway:
             if self.audit is not None:
                 self.audit.record(row)
 
+    def record_refusal(self, *, profile: str, client: str, via: str, service_id: str, outcome: str,
+                       error: str) -> None:
+        """The audit row of a call refused before it reached `call` (a token no profile knows, a body over the
+        HTTP limit, one that is not a call's shape): the issue's "every call, allowed or refused". Nothing of the
+        body is kept, not even its digest: it was never read whole, or never valid."""
+        if self.audit is None:
+            return
+        self.audit.record(AuditRow(called_at=datetime.now(UTC).replace(tzinfo=None), profile=profile, client=client,
+                                   via=via, service_id=service_id[:1000], server=None, tool=None,
+                                   arguments_sha256=None, arguments_preview=None, arguments_bytes=None,
+                                   duration_ms=0.0, outcome=outcome, error=error[:2000]))
+
     def live_sessions(self) -> dict[str, int]:
         return {name: pool.live() for name, pool in self.pools.items() if pool.live()}
 
+    def _all_pools(self) -> list[ServerPool]:
+        pools, self.pools, self.retired = [*self.pools.values(), *self.retired], {}, []
+        return pools
+
+    async def aclose(self) -> None:
+        """Stop every session, from the loop the sessions live on (a server that adopted its own loop closes the
+        sessions there before the loop ends); `close` still writes the audit."""
+        await self.loop.aclose(self._all_pools())
+
     def close(self) -> None:
         """Stop every session (their processes) and write the audit rows still held."""
-        self.loop.close(list(self.pools.values()))
-        self.pools = {}
+        self.loop.close(self._all_pools())
         if self.audit is not None:
             self.audit.close()
 

@@ -5,23 +5,37 @@ the dynamic mode (`activate_services` adds found tools to this client's own `too
 A call looks its service up in the current registry snapshot (so a tool removed from the registry is refused, and
 its activation disappears from `tools/list`), then hands it to the gateway, which checks, forwards and audits.
 Activations belong to a client: the stdio process's one client, or over HTTP the bearer token it sends (clients
-without a token share one set, and the default profile calls nothing unless the owner allows it).
+without a token share one set, and the default profile calls nothing unless the owner allows it). An activation
+that stops standing (its tool removed from the registry, or no longer callable under the gateway file in force)
+leaves `tools/list` at once, and `watch` tells the clients that can hear it (`notifications/tools/list_changed`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import re
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from a2x_local.errors import A2XError
 from a2x_local.gateway import Caller, Gateway, GatewayError, ToolRef
+from a2x_local.gateway.policy import token_digest
 from a2x_local.serve.access import CALLER
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.errors import BadRequest
 from a2x_local.serve.progress import Report
 
+log = logging.getLogger("a2x_local.serve")
 MAX_CLIENTS = 1024     # clients whose activations are kept (the least recently active are forgotten first)
+WATCH_S = 1.0          # how often standing activations are checked against the registry and the gateway file
+CALL_PATH = re.compile(r"/v1/services/(?P<service>.+)/call")
+# The profile an audit row names for a caller the server could not bind to any (a token no profile knows).
+NO_PROFILE = "(none)"
+Notify = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -43,7 +57,10 @@ class Calling:
         self.gateway = gateway
         self.reserved = reserved          # the server's own tool names: never shadowed by an activation
         self._active: OrderedDict[str, OrderedDict[str, Activation]] = OrderedDict()
+        self._callers: dict[str, Caller] = {}     # each client's caller when it last activated
         self._lock = threading.Lock()
+        # Who hears that a client's tools changed: the stdio connection, the subscriptions/listen streams.
+        self.notifiers: list[Notify] = []
 
     @property
     def enabled(self) -> bool:
@@ -73,9 +90,11 @@ class Calling:
     def _mine(self, caller: Caller) -> OrderedDict[str, Activation]:
         with self._lock:
             mine = self._active.setdefault(caller.key, OrderedDict())
+            self._callers[caller.key] = caller
             self._active.move_to_end(caller.key)
             while len(self._active) > MAX_CLIENTS:
-                self._active.popitem(last=False)
+                gone, _ = self._active.popitem(last=False)
+                self._callers.pop(gone, None)
             return mine
 
     async def activate(self, service_ids: list[str]) -> list[tuple[str, str | None, str]]:
@@ -134,9 +153,69 @@ class Calling:
         snapshot = await self.discovery.snapshot()
         return [a for a in listed if a.service_id in snapshot.services and caller.profile.may_call(a.service_id)]
 
-    def activation(self, name: str) -> Activation | None:
+    def activation(self, name: str, key: str | None = None) -> Activation | None:
+        """The activation listed as ``name`` for the calling client (or the client ``key``)."""
         with self._lock:
-            return (self._active.get(self.caller().key) or {}).get(name)
+            return (self._active.get(key or self.caller().key) or {}).get(name)
+
+    async def drop_stale(self) -> bool:
+        """Forget the activations that no longer stand: their service left the registry, or the client's profile
+        under the gateway file in force now may not call it (a token no longer bound: none of its tools). True when
+        one was forgotten, i.e. some client's tools/list changed."""
+        with self._lock:
+            clients = [(key, self._callers.get(key), list(mine.values())) for key, mine in self._active.items()
+                       if mine]
+        if not clients:
+            return False
+        self.gateway.refresh()
+        snapshot = await self.discovery.snapshot()
+        dropped = False
+        for key, caller, listed in clients:
+            now = self.gateway.policy.again(caller) if caller is not None else None
+            stale = [a for a in listed if a.service_id not in snapshot.services or now is None
+                     or not now.profile.may_call(a.service_id)]
+            with self._lock:
+                mine = self._active.get(key, {})
+                for activation in stale:
+                    if mine.get(activation.name) == activation:
+                        del mine[activation.name]
+                        dropped = True
+        return dropped
+
+    async def changed(self) -> None:
+        """notifications/tools/list_changed to everyone who can hear it (a closed channel is skipped)."""
+        for notify in list(self.notifiers):
+            try:
+                await notify()
+            except Exception as exc:      # a client gone meanwhile: the others are still told
+                log.debug("a tools/list_changed notification was not delivered: %s", exc)
+
+    async def watch(self, every_s: float = WATCH_S) -> None:
+        """Until cancelled (the server's end): every ``every_s``, forget stale activations and say the list
+        changed when one went, so a client's tools/list follows a removal or a gateway file change unasked."""
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                if await self.drop_stale():
+                    await self.changed()
+            except A2XError:      # the registry is loading or busy: next time
+                continue
+            except Exception as exc:
+                log.error("checking the activated tools failed", exc_info=exc)
+
+    def refused_before(self, path: str, caller: Caller | None, bearer: str, status: int, code: str,
+                       message: str) -> None:
+        """The audit row of a `POST /v1/services/{id}/call` the HTTP layer refused before the gateway saw it (401
+        a token no profile knows, 413 a body over [serve] max_body_bytes, 422 a body of the wrong shape)."""
+        found = CALL_PATH.fullmatch(path)
+        if found is None:
+            return
+        client = caller.key if caller is not None else (f"token:{token_digest(bearer)[:8]}" if bearer
+                                                        else "anonymous")
+        outcome = {401: "denied", 413: "too_large"}.get(status, "invalid")
+        self.gateway.record_refusal(profile=caller.profile.name if caller is not None else NO_PROFILE,
+                                    client=client, via="http", service_id=found.group("service"), outcome=outcome,
+                                    error=f"{code}: {message}")
 
     def describe(self) -> dict[str, Any]:
         """For /healthz: the gateway file, its servers' live sessions, the audit's state."""
@@ -146,3 +225,49 @@ class Calling:
                 "sessions": self.gateway.live_sessions(),
                 "audit_pending": audit.pending if audit is not None else 0,
                 "problem": self.gateway.problem or (audit.problem if audit is not None else None)}
+
+
+class StdioClient:
+    """MCP middleware of `serve --stdio`: each request's caller, found from the client's token
+    ($A2X_CLIENT_TOKEN) under the gateway file in force now, so a changed file (a token revoked, a profile narrowed)
+    applies from the next request rather than from the next start. A token no longer bound to a profile is refused
+    on every request but the handshake (JSON-RPC error, "Unauthorized"), its calls audited as denied. The client's
+    connection is kept, to tell it when its activated tools change."""
+
+    def __init__(self, calling: Calling, token: str | None) -> None:
+        self.calling = calling
+        self.token = token
+        self.key = f"token:{token_digest(token)[:8]}" if token else "stdio"    # as the policy names this client
+        self.session: Any = None
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        from a2x_local.gateway.policy import Profile
+
+        if self.session is None and getattr(ctx, "session", None) is not None:
+            self.session = ctx.session
+            self.calling.notifiers.append(self.session.send_tool_list_changed)
+        caller = self.calling.gateway.caller(self.token, anonymous="stdio")
+        if caller is None:
+            if ctx.method != "initialize" and not ctx.method.startswith("notifications/"):
+                self._refuse(ctx)
+            caller = Caller(Profile(NO_PROFILE, see=()), self.key)       # sees nothing, calls nothing
+        CALLER.set(caller)
+        return await call_next(ctx)
+
+    def _refuse(self, ctx: Any) -> None:
+        from mcp.shared.exceptions import MCPError
+
+        message = ("the token in $A2X_CLIENT_TOKEN is no longer bound to a profile of the gateway file (it was "
+                   "changed); hint: ask the registry owner for a token, then restart the client's server")
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        if ctx.method == "tools/call":
+            name = str(params.get("name"))
+            arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+            activation = self.calling.activation(name, self.key)
+            service_id = str(arguments.get("service_id")) if name == "call_service" else (
+                activation.service_id if activation is not None else None)
+            if service_id is not None:
+                self.calling.gateway.record_refusal(profile=NO_PROFILE, client=self.key, via="call_service" if
+                                                    name == "call_service" else "tool", service_id=service_id,
+                                                    outcome="denied", error=f"Unauthorized: {message}")
+        raise MCPError(code=-32001, message=f"Unauthorized: {message}")

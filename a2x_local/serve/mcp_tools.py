@@ -18,6 +18,8 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.subscriptions import ToolsListChanged
 from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import Field
 
@@ -118,8 +120,10 @@ def build_mcp(discovery: Discovery, planning: Planning, calling: Calling | None 
     search_names = state.offered()
     step_names = state.offered(steps=True)
     # WARNING: the SDK configures the root logger at this level, and INFO would log every HTTP request made.
+    # The subscriptions/listen streams' bus, kept to tell them when a client's activated tools change unasked.
+    bus = InMemorySubscriptionBus()
     server = MCPServer("a2x-local", title="a2x-local service discovery", instructions=INSTRUCTIONS,
-                       version=__version__, log_level="WARNING")
+                       version=__version__, log_level="WARNING", subscriptions=bus)
     text_limit = {"maxLength": config.max_query_chars}
 
     @server.tool(name="search_services", title="Search services", annotations=READ_ONLY, description=(
@@ -217,6 +221,7 @@ def build_mcp(discovery: Discovery, planning: Planning, calling: Calling | None 
 
     if calling is not None and calling.enabled:
         add_gateway_tools(server, calling)
+        calling.notifiers.append(lambda: bus.publish(ToolsListChanged()))
     return server
 
 

@@ -24,9 +24,8 @@ from a2x_local.errors import UserError
 from a2x_local.gateway import AuditLog, Gateway, GatewayConfig, gateway_path
 from a2x_local.llm import Engine, EngineOptions, engine_settings, make_engine
 from a2x_local.search import register_method
-from a2x_local.serve.access import CALLER
 from a2x_local.serve.batching import SearchBatcher
-from a2x_local.serve.calling import Calling
+from a2x_local.serve.calling import Calling, StdioClient
 from a2x_local.serve.compose_api import Planning
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.discovery import Discovery
@@ -168,11 +167,11 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     _log_to_stderr()
     with stdout_to_stderr():  # library chatter must never reach the protocol channel
         server = build_server(settings, config, engine_options=options.engine, gateway_file=options.gateway)
-    # The one client of this process: its profile comes from the token in $A2X_CLIENT_TOKEN (none: the default).
+    # The one client of this process: its profile comes from the token in $A2X_CLIENT_TOKEN (none: the default),
+    # found again for every request (a changed gateway file applies at once); refused now if no profile knows it.
     gateway = server.calling.gateway
-    caller = gateway.caller(os.environ.get(CLIENT_TOKEN_VARIABLE) or None, anonymous="stdio") if gateway.enabled \
-        else None
-    if caller is None and gateway.enabled:
+    token = os.environ.get(CLIENT_TOKEN_VARIABLE) or None
+    if gateway.enabled and gateway.caller(token, anonymous="stdio") is None:
         server.close()
         raise UserError(f"${CLIENT_TOKEN_VARIABLE} holds a token that no profile of the gateway file is bound to",
                         hint="set it to a token of a profile ([profiles.NAME] tokens), or unset it for the default "
@@ -181,21 +180,30 @@ def serve_stdio(settings: Settings, options: ServeOptions) -> None:
     # The background loading (its imports hold the interpreter for seconds at a time) starts once the client's
     # handshake is done, so `initialize` and `tools/list` are answered first; at the latest after a few seconds.
     server.mcp.middleware.append(_LoadAfterHandshake(server))
+    if gateway.enabled:
+        server.mcp.middleware.insert(0, StdioClient(server.calling, token))
 
     async def run() -> None:
-        CALLER.set(caller)    # every request of this process is its one client's
-        async with anyio.create_task_group() as tasks:
+        gateway.loop.adopt()     # the servers' sessions live on this loop: a call crosses no thread
+        try:
+            async with anyio.create_task_group() as tasks:
 
-            async def serve() -> None:
-                await run_stdio(server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
-                tasks.cancel_scope.cancel()
+                async def serve() -> None:
+                    await run_stdio(server.mcp)   # the SDK's transport, with lines it cannot take answered (stdio.py)
+                    tasks.cancel_scope.cancel()
 
-            tasks.start_soon(serve)
-            # The transport points descriptor 1 at stderr while it serves (the protocol goes through a duplicate). The
-            # engine's start-up redirects descriptor 1 too, so it may begin only once that has happened.
-            await _until_stdout_claimed()
-            await anyio.sleep(STDIO_HANDSHAKE_WAIT_S)
-            server.start_loading()
+                tasks.start_soon(serve)
+                if gateway.enabled:
+                    tasks.start_soon(server.calling.watch)
+                # The transport points descriptor 1 at stderr while it serves (the protocol goes through a
+                # duplicate). The engine's start-up redirects descriptor 1 too, so it may begin only once that has
+                # happened.
+                await _until_stdout_claimed()
+                await anyio.sleep(STDIO_HANDSHAKE_WAIT_S)
+                server.start_loading()
+        finally:
+            with anyio.move_on_after(30, shield=True):
+                await gateway.aclose()      # on this loop, before it ends (the processes stopped)
 
     try:
         anyio.run(run)

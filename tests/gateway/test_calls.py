@@ -331,3 +331,39 @@ def test_an_http_server_that_goes_away_is_named_and_its_session_dropped(tmp_path
         assert gateway.pools[name].live() <= 1
     finally:
         gateway.close()
+
+
+def test_the_wait_for_a_free_session_and_the_call_share_one_deadline(tmp_path):
+    """[gateway] call_timeout_s includes the wait: a call queued behind a 2 s call on the one session of a server,
+    then hanging, ends at its 3 s limit, not 2 s + 3 s later."""
+    name = unique("deadline")
+    path = tmp_path / "gateway.toml"
+    path.write_text(stdio_server(name, call_timeout_s=3) + "max_sessions = 1\n", encoding="utf-8")
+    gateway = Gateway(GatewayConfig.defaults(max_calls_per_session=1), path)
+    services = {s.id: s for s in [tool(name, "echo", ECHO), tool(name, "wait_ms"), tool(name, "hang")]}
+
+    def one(tool_name, arguments):
+        return gateway.call(ALLOWED, f"{name}/{tool_name}", services[f"{name}/{tool_name}"], arguments,
+                            services=services, via="test")
+
+    async def queued():
+        await one("echo", {"text": "warm"})          # the session is up: its start does not count
+        first = asyncio.ensure_future(one("wait_ms", {"ms": 2000}))
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        try:
+            await one("hang", {})
+        except GatewayError as exc:
+            return exc, time.monotonic() - started, await first
+        raise AssertionError("a hanging tool answered")
+
+    try:
+        error, took, first = asyncio.run(queued())
+    finally:
+        gateway.close()
+    assert first.content[0].text == "waited 2000 ms"
+    assert error.code in ("ServerTimeout", "Busy") and f"server '{name}'" in error.message, error.message
+    assert took < 3 + 1.3, f"the queued call took {took:.1f} s against a 3 s limit"
+    if error.code == "ServerTimeout":
+        assert "waiting for a free session" in error.message
+    assert wait_until_gone(name) == []
