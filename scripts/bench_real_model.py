@@ -214,8 +214,9 @@ def section_engine(args: argparse.Namespace, model_dir: Path) -> dict[str, Any]:
     from a2x_local.llm.hardware import cpu_has_bfloat16
 
     dtypes = ["float32", *(["bfloat16"] if cpu_has_bfloat16() else [])]
-    probes = [("vllm", dtype, "eager") for dtype in dtypes]
-    probes += [("vllm", dtypes[-1], "compiled"), ("transformers", dtypes[-1], "eager")]
+    # Eager against compiled in every dtype this CPU computes: float32 is what a CPU without bfloat16 runs.
+    probes = [("vllm", dtype, mode) for dtype in dtypes for mode in ("eager", "compiled")]
+    probes += [("transformers", dtypes[-1], "eager")]
     rows = []
     for engine, dtype, mode in probes:
         say(f"engine: {engine} {dtype} {mode}")
@@ -324,8 +325,42 @@ def section_build(args: argparse.Namespace, engine: Any, work: Path) -> dict[str
     return {"batched": batched, "one_at_a_time": sequential, "db": str(work / "batched.duckdb")}
 
 
+def metered(rule: Any, model_dir: str) -> Any:
+    """A scripted engine whose rounds go through one simulated prefix cache (`CacheMeter`) under the real model's
+    own tokenizer and chat template: what SmolLM2 on vLLM would compute for the navigator's walk, so the scripted
+    rows' computed tokens compare with the real model's (which vLLM counts itself)."""
+    from transformers import AutoTokenizer
+
+    from a2x_local.testing import CacheMeter, PrefixCache, ScriptedEngine
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+
+    def token_ids(messages: Sequence[dict]) -> list[int]:
+        return list(tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=True,
+                                                  add_generation_prompt=True, return_dict=False))
+
+    class Metered(ScriptedEngine):
+        def __init__(self) -> None:
+            super().__init__(rule)
+            self.meter = CacheMeter(token_ids, PrefixCache(), owner=lambda request: request.context["query"])
+
+        def generate(self, requests):
+            results = super().generate(requests)
+            self.meter.observe(requests, results)
+            return results
+
+    return Metered()
+
+
+def computed_per_query(engine: Any, queries: int) -> dict[str, Any]:
+    total = engine.meter.total()
+    return {"computed_tokens_per_query": round(total.computed / queries, 1),
+            "prompt_tokens_simulated_per_query": round(total.prompt / queries, 1)}
+
+
 def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: Path, label: str) -> dict[str, Any]:
-    """The real model (get_one, get_all), hybrid, reader, oracle and random on the active tree of ``db``."""
+    """The real model (get_one, get_all), hybrid, reader, oracle and random on the active tree of ``db``; the
+    scripted navigators' computed tokens under a simulated prefix cache with the real model's tokenizer."""
     from a2x_local.cli import run
     from a2x_local.db import connect
     from a2x_local.evaluation.queries import load_queries
@@ -333,7 +368,6 @@ def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: P
     from a2x_local.testing import (
         RandomNavigator,
         ReaderNavigator,
-        ScriptedEngine,
         SimulatedNavigator,
         registered_engine,
     )
@@ -387,16 +421,23 @@ def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: P
     embedder = load_embedding_model(resolve_embedding_model("all-MiniLM-L6-v2"))
     reader = ReaderNavigator(lambda texts: embedder.encode(texts, batch_size=64, normalize_embeddings=True,
                                                            convert_to_numpy=True, show_progress_bar=False))
+    model_dir = engine.describe()["path"]
     for mode in ("get_one", "get_all"):
         say(f"{label}: reader and oracle, {mode}")
-        rows[f"reader_{mode}"] = evaluate(f"reader-{mode}", ScriptedEngine(reader), mode)
-        rows[f"oracle_{mode}"] = evaluate(f"oracle-{mode}", ScriptedEngine(SimulatedNavigator(tree, correct)), mode)
+        for name, rule in (("reader", reader), ("oracle", SimulatedNavigator(tree, correct))):
+            scripted = metered(rule, model_dir)
+            rows[f"{name}_{mode}"] = {**evaluate(f"{name}-{mode}", scripted, mode),
+                                      **computed_per_query(scripted, len(queries))}
     say(f"{label}: random navigator, get_one, {args.seeds} seeds")
-    hits = [evaluate(f"random-{seed}", ScriptedEngine(RandomNavigator(seed=seed)), "get_one")["hit_rate"]
-            for seed in range(args.seeds)]
+    hits, computed = [], []
+    for seed in range(args.seeds):
+        scripted = metered(RandomNavigator(seed=seed), model_dir)
+        hits.append(evaluate(f"random-{seed}", scripted, "get_one")["hit_rate"])
+        computed.append(computed_per_query(scripted, len(queries))["computed_tokens_per_query"])
     ordered = sorted(hits)
     rows["random_get_one"] = {"seeds": args.seeds, "hit_rate": round(sum(hits) / len(hits), 4),
-                              "hit_rate_p95": ordered[int(0.95 * (len(ordered) - 1))]}
+                              "hit_rate_p95": ordered[int(0.95 * (len(ordered) - 1))],
+                              "computed_tokens_per_query": round(sum(computed) / len(computed), 1)}
     return rows
 
 
