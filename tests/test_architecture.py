@@ -146,6 +146,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "load_aliases",
         "load_embedder",
         "load_embedding_model",
+        "load_query_embedder",
         "make_engine",
         "model_identity",
         "prompt_tokens_bound",

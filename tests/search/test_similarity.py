@@ -30,7 +30,7 @@ def test_query_vectors_are_kept_between_calls(registry_db: Path, monkeypatch) ->
     settings = load_settings(db=registry_db)
     hybrid = make_method("hybrid", settings, registry_db)
     similarity = open_similarity(settings, registry_db, method=hybrid)
-    model = similarity.embedder.model
+    model = similarity.embedder.query_model     # what encodes queries (the NumPy runtime for MiniLM)
     encoded: list[list[str]] = []
     original = model.encode
 

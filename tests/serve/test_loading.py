@@ -72,12 +72,28 @@ def test_tools_health_and_page_answer_while_the_model_loads_and_a_search_waits_w
     assert [value for value, _ in heard] == sorted(value for value, _ in heard)   # progress only grows
 
 
+def _built(server, name: str, within_s: float = 120) -> bool:
+    """Wait until the server holds a built ``name`` method (a preloaded one, built before the engine is awaited)."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        snapshot = server.state.latest
+        if snapshot is not None and server.state.cached_method(name, snapshot) is not None:
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_a_call_that_waits_too_long_is_answered_loading_with_what_loads(db_path):
     registry_with_trees(db_path)
     slow = SlowEngine()
-    server = make_server(db_path, slow, ready=False, loading_wait_s=0.5)
+    # bm25 is preloaded (before the model is awaited) and waited for here: its first build, bm25s's import
+    # included, can take longer than the 0.5 s a call waits on a loaded machine.
+    server = make_server(db_path, slow, ready=False, loading_wait_s=0.5, preload=["bm25"])
     try:
         with TestClient(create_app(server.discovery), base_url=LOOPBACK) as client:
+            assert _built(server, "bm25")
             answer = client.post("/v1/search", json={"query": "find hotels", "method": "a2x"})
             ready = client.get("/readyz")
             # What needs no model answers meanwhile.
@@ -282,41 +298,137 @@ def test_serve_on_an_unindexed_registry_listens_at_once_and_says_indexing(db_pat
     assert searched.status_code == 200 and searched.json()["hits"]
 
 
-def test_serve_on_an_indexed_registry_says_loading_and_answers_its_first_hybrid_search(db_path, tmp_path):
-    """Issue 33, item 4, in a real `a2x-local serve` process: on a registry indexed beforehand (`a2x-local index`),
-    /healthz says "loading the hybrid method" (its indexes are read, nothing is indexed), and a hybrid search sent as
-    soon as the port answers waits for the load and is answered with hits, not `Loading`, within the bound a caller
-    waits (`loading_wait_s`, 10 s here)."""
+# --- a registry indexed beforehand: the cold start of issue 33, item 4 -------------------------------------------
+
+@pytest.fixture(scope="module")
+def indexed_registry(tmp_path_factory) -> Path:
+    """The sample registry with its trees, indexed by `a2x-local index` (dense and BM25), shared by this module's
+    cold-start tests (each server only reads it)."""
     import subprocess
-    import time
+
+    from tests.serve.helpers import ROOT, cli_command, server_env
+
+    folder = tmp_path_factory.mktemp("indexed")
+    db = folder / "registry.duckdb"
+    registry_with_trees(db)
+    subprocess.run(cli_command("index", "--db", str(db), "--json"), env=server_env(folder / "home"), cwd=ROOT,
+                   check=True, capture_output=True, timeout=600)
+    return db
+
+
+class _HeldLoad:
+    """`make_method` held at a gate until the test opens it: a load that is surely still running when a search
+    comes, however fast the machine."""
+
+    def __init__(self, monkeypatch) -> None:
+        import a2x_local.serve.state as state_module
+
+        self.gate, self.reached = threading.Event(), threading.Event()
+        real = state_module.make_method
+
+        def held(*args, **kwargs):
+            self.reached.set()
+            assert self.gate.wait(120), "the test never opened the gate"
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(state_module, "make_method", held)
+
+
+def test_a_search_that_comes_while_built_indexes_load_waits_hears_loading_and_gets_hits(indexed_registry,
+                                                                                         monkeypatch):
+    """Deterministic: the preloaded hybrid method's load is held until the search has heard a progress line, so the
+    search surely came while it loaded. It waits (within `loading_wait_s`), hears "loading the hybrid method" (its
+    indexes are read: never "indexing"), and is answered with hits; its queries are encoded without torch."""
+    held = _HeldLoad(monkeypatch)
+    server = make_server(indexed_registry, ready=False, preload=["hybrid"], loading_wait_s=60.0)
+    try:
+        with TestClient(create_app(server.discovery), base_url=LOOPBACK) as client:
+            assert held.reached.wait(60)
+            lines = []
+            with client.stream("POST", "/v1/search", json={"query": "the h1 thing", "method": "hybrid"},
+                               headers={"Accept": "application/x-ndjson"}) as answer:
+                for line in answer.iter_lines():
+                    if line.strip():
+                        lines.append(json.loads(line))
+                        held.gate.set()            # the search has been heard waiting: the load may go on
+            assert server.state.wait_ready(60)
+            health = client.get("/healthz").json()
+    finally:
+        held.gate.set()
+        server.close()
+    labels = [line["message"] for line in lines if "progress" in line]
+    assert labels and all(label.startswith("loading the hybrid method") for label in labels), labels
+    assert "result" in lines[-1], lines[-1]
+    assert lines[-1]["result"]["hits"][0]["service_id"] == "h1"
+    assert health["status"] == "ok" and not health["loading"]
+    assert server.state.cached_method("hybrid", server.state.snapshot).describe()["query_runtime"] == "numpy"
+
+
+def _maps_torch(pid: int) -> bool:
+    """Whether the process has torch's library mapped (Linux)."""
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
+
+
+def test_serve_on_an_indexed_registry_answers_its_first_hybrid_search_without_torch(indexed_registry, tmp_path):
+    """Issue 33, item 4, in a real `a2x-local serve` process: on a registry indexed beforehand, a hybrid search sent
+    as soon as /healthz answers is answered with hits, never `Loading` (a caller that can wait: `loading_wait_s`
+    60 s); what it hears while it waits says "loading", never "indexing"; and the server never loads torch (whose
+    import made that search wait 8-17 s: docs/serve.md#start-up). The wall time is the benchmark's to measure
+    (scripts/bench_serve_start.py --toolret): a test on a shared machine cannot promise seconds."""
+    import subprocess
+    import sys
 
     import httpx
 
     from tests.serve.helpers import ROOT, cli_command, server_env
     from tests.support.servers import bound_port, serving
 
-    registry_with_trees(db_path)
     home = tmp_path / "home"
-    env = server_env(home, preload=["hybrid"], loading_wait_s=10.0)
-    subprocess.run(cli_command("index", "--db", str(db_path), "--json"), env=env, cwd=ROOT, check=True,
-                   capture_output=True, timeout=600)
+    env = server_env(home, preload=["hybrid"], loading_wait_s=60.0)
     log_path = home / "server.log"
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(cli_command("serve", "--db", str(db_path), "--port", "0"), env=env,
+        process = subprocess.Popen(cli_command("serve", "--db", str(indexed_registry), "--port", "0"), env=env,
                                    cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{bound_port(process, log_path, 120)}"
     with serving(process, f"{url}/healthz", log_path, startup_s=120, poll_s=0.05):
-        started = time.monotonic()
-        with httpx.Client(timeout=60) as client:
-            with client.stream("POST", f"{url}/v1/search", json={"query": "find hotels", "method": "hybrid"},
+        with httpx.Client(timeout=120) as client:
+            with client.stream("POST", f"{url}/v1/search", json={"query": "the h1 thing", "method": "hybrid"},
                                headers={"Accept": "application/x-ndjson"}) as answer:
                 lines = [json.loads(line) for line in answer.iter_lines() if line.strip()]
-            waited = time.monotonic() - started
             health = client.get(f"{url}/healthz").json()
+        torch_loaded = _maps_torch(process.pid) if sys.platform == "linux" else False
     labels = [line["message"] for line in lines if "progress" in line]
-    assert labels, "the search did not wait for the load (no progress lines)"
-    assert "result" in lines[-1], lines[-1]
-    assert lines[-1]["result"]["hits"] and waited < 10.0 + 5.0
+    assert "result" in lines[-1], (lines[-1], log_path.read_text()[-2000:])
+    assert lines[-1]["result"]["hits"][0]["service_id"] == "h1"
     assert not any("indexing" in label for label in labels), labels
-    assert all(label.startswith(("loading the hybrid method", "reading the registry")) for label in labels), labels
-    assert health["status"] == "ok"
+    assert all(label.startswith(("loading the hybrid method", "reading the registry", "searching with hybrid"))
+               for label in labels), labels
+    assert health["status"] == "ok" and not torch_loaded
+
+
+def test_over_stdio_the_first_search_while_loading_waits_and_succeeds(indexed_registry, tmp_path):
+    """The same cold start over MCP stdio, as a desktop agent's SDK client starts the server: the first
+    `search_services` (hybrid) is sent right after `initialize`, when the loading has only begun (it starts with the
+    end of the handshake), and it is answered with hits, not an error; what it hears says "loading"."""
+    from mcp import Client
+
+    from tests.serve.helpers import server_env, stdio_server
+
+    home = tmp_path / "home"
+    params = stdio_server(indexed_registry, home, env=server_env(home, preload=["hybrid"], loading_wait_s=60.0))
+    heard: list[str] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        heard.append(message or "")
+
+    async def session():
+        async with Client(params, read_timeout_seconds=180) as client:
+            return await client.call_tool("search_services", {"query": "the h1 thing", "method": "hybrid"},
+                                          progress_callback=progress)
+
+    answer = asyncio.run(session())
+    assert not answer.is_error, answer.content
+    assert answer.structured_content["hits"][0]["service_id"] == "h1"
+    assert not any("indexing" in message for message in heard), heard
+    assert all(message.startswith(("loading the hybrid method", "reading the registry", "searching with hybrid"))
+               for message in heard), heard

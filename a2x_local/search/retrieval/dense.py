@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from a2x_local.errors import UserError
-from a2x_local.llm import EmbeddingModel, load_embedder, resolve_embedding
+from a2x_local.llm import EmbeddingModel, load_embedder, load_query_embedder, resolve_embedding
 from a2x_local.search.retrieval.config import RetrievalConfig
 
 QUERIES_KEPT = 4096   # query vectors an embedder keeps: compose encodes a step for its search and its scoring
@@ -29,7 +29,10 @@ QUERIES_KEPT = 4096   # query vectors an embedder keeps: compose encodes a step 
 class Embedder:
     """Encodes queries and service texts into normalised float32 vectors with one embedding model (an alias from
     `[retrieval.embedding_models]` or a sentence-transformers folder), the model's prefixes applied. The most
-    recent query vectors are kept (a step text is searched, probed and scored: encoded once)."""
+    recent query vectors are kept (a step text is searched, probed and scored: encoded once).
+
+    Queries go through the model's light runtime when it has one (`load_query_embedder`: the built-in MiniLM in
+    NumPy), so a search on indexes built beforehand never imports torch; service texts through the full one."""
 
     def __init__(self, spec: str, config: RetrievalConfig) -> None:
         self.spec = spec
@@ -38,6 +41,7 @@ class Embedder:
         self.config = config
         self._signature: str | None = None
         self._model: EmbeddingModel | None = None
+        self._query_model: EmbeddingModel | None = None
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -61,8 +65,20 @@ class Embedder:
         return self._model
 
     @property
+    def query_model(self) -> EmbeddingModel:
+        """What encodes queries: the light runtime when the model has one, else the full model."""
+        if self._query_model is None:
+            self._query_model = load_query_embedder(self.ref, threads=self.config.threads) or self.model
+        return self._query_model
+
+    @property
+    def query_runtime(self) -> str:
+        """Which runtime encodes queries ("numpy" or the model's backend), for describe()."""
+        return str(getattr(self.query_model, "runtime", self.ref.backend))
+
+    @property
     def dimension(self) -> int:
-        return self.model.dimension
+        return self.query_model.dimension
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         queries = list(queries)
@@ -70,7 +86,7 @@ class Embedder:
             kept = {text: self._queries[text] for text in queries if text in self._queries}
         fresh = [text for text in dict.fromkeys(queries) if text not in kept]
         if fresh:
-            vectors = self.model.encode(fresh, query=True, batch_size=self.config.embed_batch_size)
+            vectors = self.query_model.encode(fresh, query=True, batch_size=self.config.embed_batch_size)
             kept.update(zip(fresh, vectors, strict=True))
         with self._lock:
             for text in queries:
@@ -79,7 +95,7 @@ class Embedder:
             while len(self._queries) > QUERIES_KEPT:
                 self._queries.popitem(last=False)
         if not queries:
-            return self.model.encode([], query=True, batch_size=self.config.embed_batch_size)
+            return self.query_model.encode([], query=True, batch_size=self.config.embed_batch_size)
         return np.stack([kept[text] for text in queries])
 
     def encode_passages(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:

@@ -69,7 +69,7 @@ class DenseRetriever(RetrieverMethod):
         self.embedder = embedder
         self.index = index
         self.variant = variant or {}
-        self.embedder.model  # noqa: B018  (load now, so the first search's latency is the search alone)
+        self.embedder.query_model  # noqa: B018  (load now, so the first search's latency is the search alone)
 
     def ranking(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
         scores, rows = self.index.search(self.embedder.encode_queries(queries), k)
@@ -82,7 +82,8 @@ class DenseRetriever(RetrieverMethod):
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "model": str(self.embedder.path), "index": self.index.kind,
-                "dense": self.variant, "query_prefix": self.embedder.ref.alias.query_prefix}
+                "dense": self.variant, "query_prefix": self.embedder.ref.alias.query_prefix,
+                "query_runtime": self.embedder.query_runtime}
 
 
 class Bm25Retriever(RetrieverMethod):
