@@ -7,6 +7,7 @@ locked out; callers therefore open, write and close around each checkpoint with 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -284,7 +285,11 @@ def check_db_path(path: Path) -> None:
                         hint=f"point --db (or $A2X_DB) at {target} itself", code="BadDatabasePath")
     wal = target.with_name(target.name + ".wal")       # where DuckDB keeps it: beside the link's target
     if wal.is_symlink():
-        raise UserError(f"{wal}: the registry's write-ahead log is a symbolic link (to {os.readlink(wal)}); DuckDB "
+        pointed = os.readlink(wal)
+        with contextlib.suppress(OSError):
+            mode = os.stat(wal).st_mode
+            pointed += ", a regular file" if stat.S_ISREG(mode) else f", {kind_of(mode)}"
+        raise UserError(f"{wal}: the registry's write-ahead log is a symbolic link (to {pointed}); DuckDB "
                         "would overwrite whatever it points to, so it is never followed; nothing was written",
                         hint=f"remove the link {wal} (DuckDB creates the log itself)", code="BadDatabasePath")
     for where in (given, wal):
