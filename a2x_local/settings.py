@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar, Self, Union, get_args, get_origin
+from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -344,6 +344,79 @@ def _key_of(table: Mapping[str, Any], loc: tuple[int | str, ...]) -> tuple[list[
     return keys, ""
 
 
+def _accepts(annotation: Any) -> tuple[set[type], set[Any]]:
+    """The scalar types an annotation admits and the values its `Literal`s list (``Literal["auto"] | int`` ->
+    ({int}, {"auto"})); constraints (`Annotated`) are looked through."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType) or hasattr(annotation, "__metadata__"):
+        kinds: set[type] = set()
+        values: set[Any] = set()
+        for arg in get_args(annotation)[:1] if hasattr(annotation, "__metadata__") else get_args(annotation):
+            more_kinds, more_values = _accepts(arg)
+            kinds |= more_kinds
+            values |= more_values
+        return kinds, values
+    if origin is Literal:
+        return set(), set(get_args(annotation))
+    return ({annotation} if isinstance(annotation, type) else set()), set()
+
+
+def _number_problem(value: Any, annotation: Any) -> str | None:
+    """Why a value written in a configuration file cannot stand for a number, else None. A number field takes a TOML
+    number: an integer field an integer, a float field an integer or a float; never text ("50") or a boolean (true
+    read as 1), which pydantic would convert. Only files are held to this: a flag or `-o key=value` arrives as text
+    and is converted by its options model before it reaches a table."""
+    kinds, literals = _accepts(annotation)
+    if not kinds & {int, float}:
+        return None                                   # not a number field: its model checks it
+    if isinstance(value, bool) and bool not in kinds and value not in literals:
+        return f"the boolean {str(value).lower()}, where a number belongs"
+    if isinstance(value, str) and str not in kinds and value not in literals:
+        other = f" or {', '.join(repr(v) for v in sorted(map(str, literals)))}" if literals else ""
+        return f"the text {value[:40]!r}, where a number belongs: write it without quotes{other}"
+    if isinstance(value, float) and float not in kinds:
+        return f"{value!r}, where a whole number belongs: write it without a decimal point"
+    return None
+
+
+def _loose_numbers(path: Path, where: str, table: Mapping[str, Any], model: type[BaseModel]) -> list[str]:
+    """Numbers of one file's table (nested tables and named entries included) written as text or booleans."""
+    fields = {info.alias or name: info for name, info in model.model_fields.items()}
+    problems = []
+    for key, value in table.items():
+        info = fields.get(key)
+        if info is None:
+            continue
+        annotation = info.annotation
+        if isinstance(value, Mapping) and (inner := _model_in(annotation)):
+            problems += _loose_numbers(path, f"{where}.{key}", value, inner)
+        elif isinstance(value, Mapping) and (entry := _entry_model(annotation)):
+            problems += [problem for name, item in value.items() if isinstance(item, Mapping)
+                         for problem in _loose_numbers(path, f'{where}.{key}."{name}"', item, entry)]
+        elif isinstance(value, list) and (items := [arg for arg in get_args(annotation) if get_origin(arg) is list]
+                                          or ([annotation] if get_origin(annotation) is list else [])):
+            item_type = get_args(items[0])[0] if get_args(items[0]) else Any
+            problems += [f"{path}: [{where}] {key}[{index}]: {problem}" for index, item in enumerate(value)
+                         if (problem := _number_problem(item, item_type))]
+        elif (problem := _number_problem(value, annotation)) is not None:
+            problems.append(f"{path}: [{where}] {key}: {problem}")
+    return problems
+
+
+def _typed_numbers(path: Path, data: Mapping[str, Any]) -> list[str]:
+    """Every number of one configuration file that is written as text or as a boolean, named by file and key."""
+    problems = []
+    for name, table in data.items():
+        if not isinstance(table, Mapping):
+            continue
+        if name in _SECTIONS:
+            problems += _loose_numbers(path, name, table, _SECTIONS[name])
+        elif name in _NAMED_TABLES:
+            problems += [problem for entry, item in table.items() if isinstance(item, Mapping)
+                         for problem in _loose_numbers(path, f'{name}."{entry}"', item, _NAMED_TABLES[name])]
+    return problems
+
+
 def check_config(settings: Settings) -> None:
     """Check every table and key of the configuration files at once, whichever command runs: a misspelt table or
     key (`[serch]`, `leaf_max_servicez`) is an error naming the file, the table and the key, with the closest valid
@@ -355,6 +428,12 @@ def check_config(settings: Settings) -> None:
         raise UserError("; ".join(problem.message for problem in problems), code="ConfigError",
                         hint="; ".join(problem.suggestion() for problem in problems)
                         + f" ({DOCS_PAGE} lists every table and key)")
+    loose = [problem for path in settings.files for problem in _typed_numbers(path, read_toml(path))]
+    if loose:
+        raise UserError("invalid configuration: " + "; ".join(loose), code="ConfigError",
+                        hint="fix the value in the file named: numbers are TOML numbers, without quotes (max_k = 50, "
+                        f"lock_timeout_s = 30.5), booleans true or false ({DOCS_PAGE} lists every key and its "
+                        "allowed values)")
     problems = _bad_values(settings)
     if problems:
         raise UserError("invalid configuration: " + "; ".join(problem.message for problem in problems),

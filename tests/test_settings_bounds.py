@@ -22,7 +22,15 @@ from pydantic import BaseModel
 
 from a2x_local.errors import UserError
 from a2x_local.locks import RegistryBusyError, RegistryLock
-from a2x_local.settings import _NAMED_TABLES, _SECTIONS, _entry_model, _model_in, packaged_file
+from a2x_local.settings import (
+    _NAMED_TABLES,
+    _SECTIONS,
+    _entry_model,
+    _model_in,
+    check_config,
+    load_settings,
+    packaged_file,
+)
 from tests.support.paths import ROOT, SAMPLE
 from tests.support.processes import cli_command, python_command, tree_env
 from tests.test_settings import _section_configs
@@ -185,6 +193,73 @@ def test_a_config_file_with_an_unbounded_number_fails_every_command(tmp_path: Pa
     assert "max_k" in done.stderr and "lock_timeout_s" in done.stderr and str(config) in done.stderr, done.stderr
     assert tomllib.loads(config.read_text())["registry"]["lock_timeout_s"] == math.inf
 
+
+
+# --- numbers in files are TOML numbers (the audit after issue 32) ---------------------------------------------------
+
+def checked(tmp_path: Path, text: str) -> str | None:
+    """What check_config says of a configuration file holding ``text`` (None: accepted)."""
+    _section_configs()
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    settings = load_settings(db=tmp_path / "r.duckdb", environ={"A2X_HOME": str(tmp_path / "home"),
+                                                                 "A2X_CONFIG": str(config)})
+    try:
+        check_config(settings)
+    except UserError as exc:
+        return exc.message
+    return None
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ('[serve]\nmax_k = "50"\n', "[serve] max_k: the text '50', where a number belongs"),
+    ('[registry]\nlock_timeout_s = "30"\n', "[registry] lock_timeout_s: the text '30'"),
+    ("[serve]\nmax_k = true\n", "[serve] max_k: the boolean true, where a number belongs"),
+    ("[registry]\nlock_timeout_s = false\n", "[registry] lock_timeout_s: the boolean false"),
+    ("[serve]\nmax_k = 50.0\n", "[serve] max_k: 50.0, where a whole number belongs"),
+    ('[evaluation]\nks = [1, "5"]\n', "[evaluation] ks[1]: the text '5'"),
+    ('[search_presets.mine]\ngroup_cap = "5"\n', '[search_presets."mine"] group_cap: the text \'5\''),
+    ('[models."m"]\npath = "m"\nmax_model_len = "4096"\n', '[models."m"] max_model_len: the text \'4096\''),
+])
+def test_numbers_written_as_text_or_booleans_are_refused_naming_file_and_key(tmp_path: Path, text: str, said: str):
+    """Before, pydantic converted them: "50" and "30" were taken as numbers, true as 1."""
+    message = checked(tmp_path, text)
+    assert message is not None and said in message and str(tmp_path / "config.toml") in message, message
+
+
+@pytest.mark.parametrize("text", ["[serve]\nmax_k = 50\n", "[registry]\nlock_timeout_s = 30\n",
+                                  "[registry]\nlock_timeout_s = 2.5\n", "[evaluation]\npercent_ks = [1, 0.5]\n",
+                                  '[engine]\nenforce_eager = "auto"\n'])
+def test_numbers_written_as_numbers_pass(tmp_path: Path, text: str):
+    assert checked(tmp_path, text) is None
+
+
+def test_the_packaged_defaults_write_every_number_as_a_number():
+    from a2x_local.settings import _typed_numbers
+
+    _section_configs()
+    assert _typed_numbers(DEFAULT_TOML, tomllib.loads(DEFAULT_TOML.read_text(encoding="utf-8"))) == []
+
+
+def test_overrides_given_as_text_still_convert(tmp_path: Path):
+    """A flag or `-o key=value` arrives as text; only files are held to TOML's types."""
+    from a2x_local.search.llm.methods import A2XOptions, search_config
+
+    settings = load_settings(db=tmp_path / "r.duckdb", environ={"A2X_HOME": str(tmp_path / "home")})
+    options = A2XOptions.model_validate({"prerank_min": "5", "prerank_share": "0.5"})     # as -o pairs give them
+    config = search_config(settings, options)
+    assert (config.prerank_min, config.prerank_share) == (5, 0.5)
+    assert _SECTIONS["serve"].defaults(max_k="50").max_k == 50
+
+
+def test_a_text_number_in_a_config_file_fails_every_command(tmp_path: Path):
+    config = tmp_path / "text.toml"
+    config.write_text('[serve]\nmax_k = "50"\n')
+    done = subprocess.run(cli_command("stats", "--db", str(tmp_path / "r.duckdb")), capture_output=True, text=True,
+                          env=tree_env(A2X_CONFIG=str(config), A2X_HOME=str(tmp_path / "home")), timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert f"{config}: [serve] max_k: the text '50'" in done.stderr and "hint: fix the value" in done.stderr
+    assert "this is a bug" not in done.stderr and not (tmp_path / "r.duckdb").exists()
 
 # --- a writer waiting for the lock says so ----------------------------------------------------------------------
 
