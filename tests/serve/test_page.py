@@ -227,9 +227,9 @@ def test_the_page_asks_for_the_token_of_a_guarded_server(db_path, tmp_path, brow
 
 
 def test_deep_links_say_what_they_run_and_leave_nothing_of_the_previous_one(db_path, tmp_path, browser):
-    """Issue 33, item 10 (and issue 32, finding 14): an unknown method in a link is an error naming the valid ones
-    (not a silent default), a link without `k` or `method` runs the defaults (not the previous link's), a link
-    without a query clears the previous error, and a service link whose %-encoding is broken says so."""
+    """Issue 33, item 10 (and issue 32, finding 14): an unknown method or type in a link is an error naming the
+    valid ones (not a silent default), a link without `k` or `method` runs the defaults (not the previous link's),
+    a link without a query clears the previous error, and a service link whose %-encoding is broken says so."""
     from selenium.webdriver.common.by import By
 
     page_registry(db_path)
@@ -252,6 +252,26 @@ def test_deep_links_say_what_they_run_and_leave_nothing_of_the_previous_one(db_p
         until(browser, lambda: "unknown search method 'nosuch'" in message.text)
         assert "bm25" in message.text and "hybrid" in message.text
         assert not browser.find_elements(By.CSS_SELECTOR, "#results li")
+
+        go("#/search?q=")
+        until(browser, lambda: message.text == "")
+
+        # An unknown type (the audit after issue 32): it was dropped and every type searched; now an error naming
+        # the types this registry holds, and nothing runs.
+        go("#/search?q=" + quote("weather forecast") + "&method=bm25")
+        wait_for(browser, "#results li[data-service]")
+        go("#/search?q=" + quote("weather forecast") + "&method=bm25&type=nosuch")
+        until(browser, lambda: "unknown service type 'nosuch'" in message.text)
+        assert "mcp_tool" in message.text and "skill" in message.text and "a2a" in message.text, message.text
+        assert not browser.find_elements(By.CSS_SELECTOR, "#results li")
+
+        go("#/search?q=" + quote("weather forecast") + "&method=bm25&type=a2a")     # a type it holds: searched
+        until(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#results li[data-service]"))
+        assert browser.find_element(By.ID, "type").get_attribute("value") == "a2a"
+        assert "unknown" not in message.text
+        shown = [item.get_attribute("data-service") for item in
+                 browser.find_elements(By.CSS_SELECTOR, "#results li[data-service]")]
+        assert shown == ["weather"], shown
 
         go("#/search?q=")
         until(browser, lambda: message.text == "")

@@ -420,6 +420,15 @@ function route() {
         (offered.length ? offered.join(", ") : "none (this server offers no search method now)")));
       return;
     }
+    // A search link's type must be one the registry holds: a select given another value shows "all types", so the
+    // link would silently search everything.
+    const type = path === "/search" ? params.get("type") || "" : "";
+    const types = Array.from($("type").options, (option) => option.value).filter(Boolean);
+    if (type && !types.includes(type)) {
+      failed(new Error("unknown service type '" + type + "' in this link; choose one of: " +
+        (types.length ? types.join(", ") : "none (this registry holds no services now)")));
+      return;
+    }
     $("query").value = text;
     $("method").value = method || defaultMethod;
     $("k").value = params.get("k") || limits.default_k;
@@ -427,7 +436,7 @@ function route() {
       runPlan(planBody());
       return;
     }
-    $("type").value = params.get("type") || "";
+    $("type").value = type;
     runSearch(searchBody());
   } else if (path === "/" || path === "" || path === "/search" || path === "/plan") {
     clearWork();     // no link, or one without a query: nothing to run, and nothing of the previous one stays
