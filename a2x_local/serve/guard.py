@@ -76,12 +76,15 @@ class Guard:
     as that profile's client (`access.CALLER`); an unknown token is refused, never served as the default profile."""
 
     def __init__(self, app: Any, *, token: str | None, loopback_only: bool, max_body_bytes: int,
-                 callers: Callable[[str | None], Any] | None = None) -> None:
+                 callers: Callable[[str | None], Any] | None = None,
+                 refused: Callable[[str, Any, str, int, str, str], None] | None = None) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.loopback_only = loopback_only
         self.max_body_bytes = max_body_bytes
         self.callers = callers
+        # Told of each POST refused here (path, caller, bearer, status, code, message): a gateway call's audit row.
+        self.refused = refused
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -109,9 +112,10 @@ class Guard:
                 denied = caller is None
         if denied:
             sent = bool(bearer)
-            await _refuse(send, 401, "Unauthorized",
-                          "the bearer token sent is not this server's" if sent else
-                          "this server needs a bearer token, and the request sent none",
+            message = ("the bearer token sent is not this server's" if sent else
+                       "this server needs a bearer token, and the request sent none")
+            self._tell(scope, None, bearer, 401, "Unauthorized", message)
+            await _refuse(send, 401, "Unauthorized", message,
                           "send the header 'Authorization: Bearer TOKEN' with the token the server was started "
                           "with (--token or $A2X_SERVE_TOKEN), or a token of a gateway profile; docs/serve.md shows "
                           "it for MCP clients and the Python SDK", extra=[(b"www-authenticate",
@@ -124,15 +128,19 @@ class Guard:
             CALLER.set(caller)      # this request's task (and the tasks it starts) serve this caller
         if scope.get("method") in _BODY_METHODS:
             declared = headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-                await _too_large(send, self.max_body_bytes)
-                return
-            body = await _read_body(receive, self.max_body_bytes)
+            body = None
+            if declared is None or not declared.isdigit() or int(declared) <= self.max_body_bytes:
+                body = await _read_body(receive, self.max_body_bytes)
             if body is None:
+                self._tell(scope, caller, bearer, 413, "TooLarge", _too_large_message(self.max_body_bytes))
                 await _too_large(send, self.max_body_bytes)
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    def _tell(self, scope: Scope, caller: Any, bearer: str, status: int, code: str, message: str) -> None:
+        if self.refused is not None and scope.get("method") == "POST":
+            self.refused(scope.get("path", ""), caller, bearer, status, code, message)
 
 
 async def _read_body(receive: Any, limit: int) -> bytes | None:
@@ -165,9 +173,12 @@ def _replay(body: bytes, receive: Any) -> Any:
     return replay
 
 
+def _too_large_message(limit: int) -> str:
+    return f"the request body is larger than {limit:,} bytes"
+
+
 async def _too_large(send: Any, limit: int) -> None:
-    await _refuse(send, 413, "TooLarge", f"the request body is larger than {limit:,} bytes",
-                  "send less (one search is a few hundred bytes)")
+    await _refuse(send, 413, "TooLarge", _too_large_message(limit), "send less (one search is a few hundred bytes)")
 
 
 # JSON-RPC's range for server errors; an MCP client shows a JSON-RPC error body as it is (the official SDK, for one,

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from a2x_local import __version__
 from a2x_local.compose import Plan
 from a2x_local.errors import A2XError
-from a2x_local.serve.access import visible_plan
+from a2x_local.serve.access import CALLER, visible_plan
 from a2x_local.serve.calling import Calling
 from a2x_local.serve.compose_api import ComposeQuery, Planning
 from a2x_local.serve.discovery import Discovery
@@ -67,22 +67,26 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _SEARCH_ERRORS = {**_ERRORS, 502: {"model": ErrorBody, "description": "ModelCallFailed, SearchFailed, ComposeFailed"},
                   504: {"model": ErrorBody, "description": "Timeout"}}
 BEARER = "bearer"
+T = TypeVar("T")
 
 
 def _error(status: int, code: str, message: str, hint: str | None = None) -> JSONResponse:
     return JSONResponse({"error": code, "message": message, "hint": hint}, status_code=status)
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def _install_error_handlers(app: FastAPI, calling: Calling | None = None) -> None:
     @app.exception_handler(A2XError)
     async def a2x_error(_: Request, exc: A2XError) -> JSONResponse:
         headers = {"Retry-After": "5"} if exc.code == "Loading" else None
         return JSONResponse(exc.to_dict(), status_code=status_of(exc), headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
                              for e in exc.errors())
+        if calling is not None and request.method == "POST":   # a call refused before the gateway: audited
+            calling.refused_before(request.scope.get("path", ""), CALLER.get(), "", 422, "InvalidRequest",
+                                   problems[:500])
         return _error(422, "InvalidRequest", problems, "GET /openapi.json (or /docs) describes every request")
 
     @app.exception_handler(StarletteHTTPException)
@@ -161,6 +165,11 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if load_on_startup:
             discovery.state.start_loading()
+        watcher = None
+        if calling is not None:
+            calling.gateway.loop.adopt()     # the servers' sessions live on this loop: a call crosses no thread
+            if calling.enabled:
+                watcher = asyncio.ensure_future(calling.watch())
         async with AsyncExitStack() as stack:
             if session_manager is not None:
                 await stack.enter_async_context(session_manager.run())
@@ -169,8 +178,11 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
             finally:
                 await discovery.batcher.close()
                 if calling is not None:
+                    if watcher is not None:
+                        watcher.cancel()
                     # Here, not after the server returns: uvicorn ends the process with the signal it caught, so
                     # the gateway's sessions must stop and its audit rows be written while the app shuts down.
+                    await calling.gateway.aclose()
                     await asyncio.to_thread(calling.gateway.close)
 
     app = FastAPIOffline(title="a2x-local", version=__version__, lifespan=lifespan, redoc_url=None,
@@ -179,15 +191,33 @@ def create_app(discovery: Discovery, *, token: str | None = None, loopback_only:
                                      "list and read services, plan multi-step tasks. Read-only. MCP (streamable "
                                      "HTTP) at /mcp. Every error is `{error, message, hint}`. When the server has "
                                      "a token, send `Authorization: Bearer TOKEN` (the Authorize button).")
-    _install_error_handlers(app)
+    _install_error_handlers(app, calling)
     _add_routes(app, discovery, planning or Planning(discovery), calling)
     app.router.routes.extend(mcp_routes)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     _declare_bearer(app, token is not None)
     callers = calling.gateway.caller if calling is not None and calling.enabled else None
-    guarded = Guard(app, token=token, loopback_only=loopback_only, max_body_bytes=discovery.config.max_body_bytes,
-                    callers=callers)
+    routed = _McpFirst(app, mcp_routes[0]) if mcp_routes else app
+    guarded = Guard(routed, token=token, loopback_only=loopback_only, max_body_bytes=discovery.config.max_body_bytes,
+                    callers=callers, refused=calling.refused_before if calling is not None else None)
     return Timing(guarded, discovery)
+
+
+class _McpFirst:
+    """ASGI: a request for /mcp goes straight to the MCP transport (which answers its own errors), past FastAPI's
+    middleware and the walk through every API route: a gateway call through /mcp is an agent's hot path, and that
+    walk cost it about a tenth of the server's time per request (profiled). The rest goes to the API."""
+
+    def __init__(self, api: Any, route: Any) -> None:
+        self.api = api
+        self.route = route
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") == self.route.path:
+            scope["route"] = self.route      # the metrics' label, as the router would set it
+            await self.route.app(scope, receive, send)
+            return
+        await self.api(scope, receive, send)
 
 
 def _declare_bearer(app: FastAPI, required: bool) -> None:
@@ -242,6 +272,30 @@ def _streamed(work: Callable[[Report | None], Awaitable[BaseModel]], exclude_non
                 task.cancel()
 
     return StreamingResponse(lines(), media_type=NDJSON)
+
+
+async def _until_hangup(request: Request, work: Awaitable[T]) -> T | Response:
+    """``work``, cancelled if the client closes its connection first (a gateway call: cancelled on the MCP server
+    too); then an answer nobody reads, 499 in the metrics."""
+    task = asyncio.ensure_future(work)
+
+    async def hangup() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            continue
+
+    watcher = asyncio.ensure_future(hangup())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not watcher.done() or watcher.cancelled():   # we were cancelled ourselves, not the client gone
+            raise
+        return Response(status_code=499)
 
 
 async def _visible_plan(work: Awaitable[Plan]) -> Plan:
@@ -355,7 +409,7 @@ def _add_routes(app: FastAPI, discovery: Discovery, planning: Planning, calling:
 
             if _wants_stream(request):
                 return _streamed(work, exclude_none=True)
-            return await work()
+            return await _until_hangup(request, work())
 
     @app.get("/v1/services", response_model=ServiceList, response_model_exclude_none=True, responses=_ERRORS,
              summary="The services, a page at a time, of a type or source")

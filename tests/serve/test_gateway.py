@@ -10,6 +10,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -50,6 +51,7 @@ def gateway_home(tmp_path_factory):
         gateway = home / "gateway.toml"
         # Long start limits: on a machine under heavy load a Python server takes many seconds to import the SDK.
         gateway.write_text(stdio_server(local) + f'[servers."{web}"]\nurl = "{url}"\nstart_timeout_s = 120\n'
+                           'call_timeout_s = 4\n'
                            f'[servers.time]\ncommand = "{TIME_SERVER}"\nargs = ["--local-timezone", "UTC"]\n'
                            'start_timeout_s = 120\n'
                            '[profiles.ops]\ntokens = [{ env = "OPS_TOKEN" }]\n'
@@ -77,7 +79,7 @@ def test_gateway_check_registered_every_tool_under_its_server(gateway_home):
     assert row[0] == "mcp_tool" and json.loads(row[1])["inputSchema"]["required"] == ["timezone"]
 
 
-async def _over_http(url: str, token: str | None, local: str) -> dict:
+async def _over_http(url: str, token: str | None, local: str, web: str) -> dict:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120))
     seen: dict = {}
@@ -96,6 +98,16 @@ async def _over_http(url: str, token: str | None, local: str) -> dict:
         seen["bad_args"] = await client.call_tool("call_service", {"service_id": "time/get_current_time",
                                                                    "arguments": {"zone": "UTC"}})
         seen["described"] = await client.call_tool("get_service", {"service_id": f"{local}/add"})
+        # The streamable-HTTP server through serve: a result, arguments that break its schema, a hanging tool.
+        seen["web"] = await client.call_tool("call_service", {"service_id": f"{web}/add",
+                                                              "arguments": {"a": 2, "b": 3}})
+        seen["web_bad"] = await client.call_tool("call_service", {"service_id": f"{web}/add",
+                                                                  "arguments": {"a": "two", "b": 3}})
+        if token:
+            seen["web_hang"] = await client.call_tool("call_service", {"service_id": f"{web}/hang",
+                                                                       "arguments": {}})
+            seen["web_after"] = await client.call_tool("call_service", {"service_id": f"{web}/echo",
+                                                                        "arguments": {"text": "still"}})
         if token:
             async with client.listen(tools_list_changed=True) as subscription:
                 seen["activate"] = await client.call_tool("activate_services", {
@@ -109,16 +121,31 @@ async def _over_http(url: str, token: str | None, local: str) -> dict:
 
 
 def test_over_http_search_call_activate_and_deny(gateway_home, monkeypatch):
-    local = gateway_home["local"]
+    local, web = gateway_home["local"], gateway_home["web"]
     monkeypatch.setenv("OPS_TOKEN", OPS_TOKEN)      # the server reads the profile's token from its environment
     with running_server(gateway_home["db"], gateway_home["home"], "--gateway", str(gateway_home["gateway"]),
                         startup_s=180) as url:
-        ops = run(_over_http(url, OPS_TOKEN, local))
-        anonymous = run(_over_http(url, None, local))
+        ops = run(_over_http(url, OPS_TOKEN, local, web))
+        anonymous = run(_over_http(url, None, local, web))
         raw = httpx.post(f"{url}/v1/services/time/get_current_time/call", json={"arguments": {"timezone": "UTC"}},
                          headers={"Authorization": f"Bearer {OPS_TOKEN}"}, timeout=120)
         wrong = httpx.post(f"{url}/v1/services/time/get_current_time/call", json={"arguments": {}},
                            headers={"Authorization": "Bearer not-a-token"}, timeout=60)
+        bearer = {"Authorization": f"Bearer {OPS_TOKEN}"}
+        huge = httpx.post(f"{url}/v1/services/time/get_current_time/call", headers=bearer, timeout=60,
+                          json={"arguments": {"timezone": "x" * 100_000}})
+        shapeless = httpx.post(f"{url}/v1/services/time/get_current_time/call", headers=bearer, timeout=60,
+                               json={"arguments": {}, "also": 1})
+        # A client that hangs up cancels its call on the server (the tool writes the marker when cancelled).
+        marker = gateway_home["home"] / "hung-up.txt"
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/v1/services/{local}/hang_marked/call", headers=bearer, timeout=3,
+                       json={"arguments": {"path": str(marker)}})
+        for _ in range(200):
+            if marker.exists():
+                break
+            time.sleep(0.1)
+        hung_up = marker.read_text() if marker.exists() else None    # while serve runs (its stop cancels too)
         health = httpx.get(f"{url}/healthz", timeout=30).json()
     assert "call_service" in ops["tools_before"] and "activate_services" in ops["tools_before"]
     assert "time/get_current_time" in ops["hits"]                               # a search finds the tool
@@ -142,6 +169,15 @@ def test_over_http_search_call_activate_and_deny(gateway_home, monkeypatch):
     assert anonymous["time"].is_error and "profile 'default'" in anonymous["time"].content[0].text
     assert raw.status_code == 200 and raw.json()["structuredContent"]["timezone"] == "UTC"
     assert wrong.status_code == 401 and wrong.json()["error"] == "Unauthorized"
+    assert huge.status_code == 413 and shapeless.status_code == 422
+    assert hung_up == "cancelled", "the hung-up HTTP call was not cancelled on the server"
+    assert not ops["web"].is_error and ops["web"].structured_content == {"result": 5}
+    assert ops["web_bad"].is_error and ops["web_bad"].content[0].text.startswith(
+        f"BadArguments: arguments for tool 'add' of server '{web}' break its inputSchema: arguments.a: 'two'")
+    assert ops["web_hang"].is_error and ops["web_hang"].content[0].text.startswith(
+        f"ServerTimeout: server '{web}': tool 'hang' did not answer within 4 s")
+    assert not ops["web_after"].is_error and ops["web_after"].content[0].text == f"{web}: still"
+    assert anonymous["web"].is_error and anonymous["web"].content[0].text.startswith("NotCallable: ")
     assert set(health["gateway"]["servers"]) == {local, gateway_home["web"], "time"}
     # Every call has its audit row, as `a2x-local audit` shows it.
     listed = subprocess.run(cli_command("audit", "--db", str(gateway_home["db"]), "--json"),
@@ -157,6 +193,21 @@ def test_over_http_search_call_activate_and_deny(gateway_home, monkeypatch):
     assert ("time/get_current_time", "ops", "invalid", "call_service") in by_outcome
     assert (f"{local}/add", "ops", "ok", "tool") in by_outcome
     assert ("time/get_current_time", "default", "denied", "call_service") in by_outcome
+    assert (f"{web}/add", "ops", "ok", "call_service") in by_outcome
+    assert (f"{web}/add", "ops", "invalid", "call_service") in by_outcome
+    assert (f"{web}/hang", "ops", "timeout", "call_service") in by_outcome
+    # Refused before the gateway saw them (a token no profile knows, a body over the limit, a shapeless body):
+    # audited too, with nothing of the body.
+    refused = {key: found for key, found in by_outcome.items() if key[0] == "time/get_current_time" and
+               key[3] == "http" and key[2] != "ok"}
+    assert set(refused) == {("time/get_current_time", "(none)", "denied", "http"),
+                            ("time/get_current_time", "ops", "too_large", "http"),
+                            ("time/get_current_time", "ops", "invalid", "http")}, set(refused)
+    assert all(row["arguments_sha256"] is None and row["arguments_preview"] is None and
+               row["error"].split(":")[0] in ("Unauthorized", "TooLarge", "InvalidRequest")
+               for rows_ in refused.values() for row in rows_)
+    assert by_outcome[("time/get_current_time", "(none)", "denied", "http")][0]["client"].startswith("token:")
+    assert (f"{local}/hang_marked", "ops", "cancelled", "http") in by_outcome
     exported = gateway_home["home"] / "audit.csv"
     csv = subprocess.run(cli_command("audit", "--db", str(gateway_home["db"]), "--outcome", "denied", "--csv",
                                      str(exported)), env=gateway_home["env"], cwd=ROOT, capture_output=True,
