@@ -74,8 +74,9 @@ class PlanStep(_Data):
     alternatives: list[Candidate] = Field(default_factory=list)
     confidence: float | None = Field(None, description="how sure the choice is, 0 to 1, from its retrieval standing "
                                      "and its compatibility with the plan (None: no dense model to measure it)")
-    low_confidence: bool = Field(False, description="confidence under [compose] low_confidence: the runner-up (the "
-                                 "first alternative) may be the better service; ask the user")
+    low_confidence: bool = Field(False, description="confidence under [compose] low_confidence, or a choice whose "
+                                 "words never use the step's action: the runner-up (the first alternative) may be "
+                                 "the better service; ask the user")
     error: str | None = None
 
 
