@@ -37,7 +37,10 @@ def search_text(result: SearchResult) -> str:
     lines = [f"{len(result.hits)} hits for {_quoted(result.query)} with {result.method} ({order})."
              + _more(result.next_cursor)]
     for number, hit in enumerate(result.hits, start=1):
-        line = f"{number}. {_entry(hit.name, hit.type, hit.service_id)}"
+        entry = _entry(hit.name, hit.type, hit.service_id)
+        if hit.has_schema:      # get_service gives its parameters: an agent can rule it in or out from there
+            entry = f"{entry[:-1]}, schema)"
+        line = f"{number}. {entry}"
         if hit.score is not None:
             line += f" {hit.score:.3f}"
         if hit.category:
