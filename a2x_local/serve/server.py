@@ -146,8 +146,8 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
         where = f"http://{config.host}:{config.port}"
         log.info("a2x-local serving %s: page %s/ , API %s/v1 , MCP %s/mcp (loading in the background: %s/healthz)",
                  settings.db_path, where, where, where, where)
-        listener = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
-                                                 access_log=False, timeout_graceful_shutdown=10))
+        listener = _listener(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
+                                            access_log=False, timeout_graceful_shutdown=10))
         # The background loading starts once the port listens and its first request is answered (or a moment
         # after): its imports and index builds would otherwise slow the server's own start and first answer.
         threading.Thread(target=_load_when_listening, args=(listener, server), name="a2x-start", daemon=True).start()
@@ -155,6 +155,24 @@ def serve_http(settings: Settings, options: ServeOptions) -> None:
     finally:
         server.close()
     exit_past_loading_threads()
+
+
+def _listener(config: Any) -> Any:
+    """uvicorn's server, except that the SIGINT or SIGTERM it shut down on gracefully is not raised again after:
+    uvicorn re-raises it so that the process dies of it (exit status -15 for SIGTERM, an interrupted command for
+    Ctrl-C), where a server that stopped cleanly, its work closed, exits 0 (docs/serve.md)."""
+    import uvicorn
+
+    class Listener(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals.clear()
+
+    return Listener(config)
 
 
 def serve_stdio(settings: Settings, options: ServeOptions) -> None:
