@@ -6,6 +6,7 @@ nothing; each holds its commands in its own `commands` Typer, and only this modu
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from pathlib import Path
 from typing import Annotated
@@ -103,4 +104,18 @@ def build_app() -> typer.Typer:
         commands = importlib.import_module(f"a2x_local.cli.{name}").commands
         app.registered_commands.extend(commands.registered_commands)
         app.registered_groups.extend(commands.registered_groups)
+    _one_line_summaries(app)
     return app
+
+
+def _one_line_summaries(app: typer.Typer) -> None:
+    """A command's summary in its group's help is the first paragraph of its help, on one line: with rich markup,
+    typer keeps that paragraph's line breaks there, so a summary broke wherever its source line did ("when
+    anything" / "changed" in `a2x-local --help`), at any width."""
+    for info in app.registered_commands:
+        if info.short_help is None:
+            text = info.help if isinstance(info.help, str) else inspect.getdoc(info.callback) or ""
+            info.short_help = " ".join(inspect.cleandoc(text).split("\n\n")[0].split()) or None
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _one_line_summaries(group.typer_instance)
