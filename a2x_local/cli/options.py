@@ -208,8 +208,9 @@ def _check_mode(method: str, mode: str) -> None:
     stage's one check, as a usage error (exit 2)."""
     try:
         method_spec(method).check_mode(mode)
-    except ModeError as exc:
-        raise typer.BadParameter(f"{exc.message} ({exc.code})", param_hint="--mode") from exc
+    except ModeError as exc:   # the usage hint replaces the method's: without modes, what to do goes in the line
+        advice = "" if exc.accepted else "; leave out --mode, or pick a method that has modes"
+        raise typer.BadParameter(f"{exc.message} ({exc.code}){advice}", param_hint="--mode") from exc
 
 
 @dataclass(frozen=True)

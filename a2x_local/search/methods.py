@@ -72,8 +72,9 @@ class ModeError(UserError):
     the CLI turns it into a usage error (exit 2) while it parses flags, the HTTP API into a 400, MCP into a tool
     error naming the code."""
 
-    def __init__(self, message: str, *, hint: str) -> None:
+    def __init__(self, message: str, *, hint: str, accepted: tuple[str, ...] = ()) -> None:
         super().__init__(message, hint=hint, code="BadMode")
+        self.accepted = accepted     # the modes the method takes (none: it has no modes)
 
 
 def check_mode(method: str, modes: Iterable[str], mode: str | None, *, default: str | None = None,
@@ -84,11 +85,12 @@ def check_mode(method: str, modes: Iterable[str], mode: str | None, *, default: 
     accepted = tuple(modes)
     if chosen is None or chosen in accepted:
         return chosen
-    listed = ", ".join(accepted) if accepted else "none (it has no modes)"
     what = f"unknown search mode '{chosen}'" if chosen not in MODES else f"mode '{chosen}' not accepted"
-    hint = (f"choose one of: {', '.join(accepted)}" if accepted else
-            "leave out the mode, or pick a method that has modes (an LLM method such as a2x)")
-    raise ModeError(f"{what}: {role} '{method}' accepts the modes: {listed}", hint=hint)
+    if accepted:
+        raise ModeError(f"{what}: {role} '{method}' accepts the modes: {', '.join(accepted)}",
+                        hint=f"choose one of: {', '.join(accepted)}", accepted=accepted)
+    raise ModeError(f"{what}: {role} '{method}' has no modes",
+                    hint="leave out the mode, or pick a method that has modes (an LLM method such as a2x)")
 
 
 # name -> "module:ATTRIBUTE" of a MethodSpec of this stage, imported on first use.
