@@ -17,9 +17,18 @@ from a2x_local.cli.options import (
     with_engine_options,
     with_step_method_options,
 )
-from a2x_local.cli.output import console, print_json, progress_bars, shown_inline, want_progress
+from a2x_local.cli.output import (
+    console,
+    in_chunks,
+    print_json,
+    progress_bars,
+    progress_reporter,
+    shown_inline,
+    want_progress,
+)
 from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
+from a2x_local.evaluation import EvaluationConfig
 from a2x_local.llm import EngineOptions
 
 # This module's commands; the composition root (cli/app.py) adds them to the application.
@@ -72,16 +81,20 @@ def compose_command(
         raise typer.BadParameter("--steps gives the steps; leave out --decomposer", param_hint="--steps")
     texts = query_texts(request, queries, "REQUEST")
     settings = settings_for(ctx, db)
-    with progress_bars(want_progress(json_output)) as bars:
+    # A file of requests is long work: piped or with --json it writes progress lines, as index and eval do.
+    reporter = progress_reporter(json_output, "compose") if queries else progress_bars(want_progress(json_output))
+    with reporter as progress:
         composer = open_composer(settings, engine_options=engine_options, method_options=method.options,
-                                 steps=steps, progress=bars, decomposer=decomposer, alpha=alpha,
+                                 steps=steps, progress=progress, decomposer=decomposer, alpha=alpha,
                                  step_method=method.name, rerank=rerank)
-    with composer:
-        if sad and composer.model is None:
-            raise UserError(f"--sad needs a model decomposer, and this plan's is {composer.label}",
-                            hint="give --model ALIAS (see `a2x-local models list`), or leave out --sad")
-        plans = composer.plan(texts, k=k, sad=sad, mode=method.mode, rerank=rerank)
-        usage = composer.engine.usage if composer.engine is not None else None
+        with composer:
+            if sad and composer.model is None:
+                raise UserError(f"--sad needs a model decomposer, and this plan's is {composer.label}",
+                                hint="give --model ALIAS (see `a2x-local models list`), or leave out --sad")
+            plans = in_chunks(lambda part: composer.plan(part, k=k, sad=sad, mode=method.mode, rerank=rerank),
+                              texts, progress if queries else None, f"planning {len(texts):,} requests",
+                              EvaluationConfig.from_settings(settings).batch_size)
+            usage = composer.engine.usage if composer.engine is not None else None
     if json_output:
         dumped = [plan.model_dump(mode="json") for plan in plans]
         print_json(dumped[0] if request is not None

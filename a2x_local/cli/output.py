@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +22,9 @@ from a2x_local.errors import A2XError
 from a2x_local.llm import Result
 from a2x_local.search import ProgressFactory
 from a2x_local.text import show_bidi
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 # Into a pipe or a file, a long line stays one line (rich would break it at 80 columns, and grep would miss it);
 # tables still fit the width (COLUMNS, else 80), and trees are printed with soft_wrap=False, since a soft-wrapped
@@ -102,6 +105,21 @@ def progress_reporter(json_output: bool, command: str) -> Iterator[ProgressFacto
         return
     with LineProgress(command, every) as lines:
         yield lines.bar
+
+
+def in_chunks(work: Callable[[list[T]], list[R]], items: Sequence[T], progress: ProgressFactory | None, label: str,
+              size: int) -> list[R]:
+    """``work`` over ``items``, ``size`` at a time, each chunk reported to ``progress`` (a stage ``label``), so a
+    file of queries says how far it got; at once when there is no progress to report."""
+    if progress is None or not items:
+        return work(list(items))
+    advance = progress(label, len(items))
+    done: list[R] = []
+    for start in range(0, len(items), size):
+        part = work(list(items[start:start + size]))
+        done.extend(part)
+        advance(len(part))
+    return done
 
 
 class RoundProgress:

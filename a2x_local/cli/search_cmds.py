@@ -18,8 +18,18 @@ from a2x_local.cli.options import (
     with_engine_options,
     with_method_options,
 )
-from a2x_local.cli.output import console, err_console, print_json, progress_bars, shown, want_progress
+from a2x_local.cli.output import (
+    console,
+    err_console,
+    in_chunks,
+    print_json,
+    progress_bars,
+    progress_reporter,
+    shown,
+    want_progress,
+)
 from a2x_local.cli.tables import CUT, REST, Column, one_line, print_table
+from a2x_local.evaluation import EvaluationConfig
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
 from a2x_local.search import SearchAnswer, SearchCost, SearchRequest, make_method
@@ -72,9 +82,13 @@ def search_command(
     texts = query_texts(query, queries, "QUERY")
     settings = settings_for(ctx, db)
     options = method.with_engine(engine_options)
-    with progress_bars(want_progress(json_output)) as bars:
-        searcher = make_method(method.name, settings, settings.db_path, progress=bars, **options)
-    answers = searcher.search_batch([SearchRequest(text_, k=k, mode=method.mode) for text_ in texts])
+    requests = [SearchRequest(text_, k=k, mode=method.mode) for text_ in texts]
+    # A file of queries is long work: piped or with --json it writes progress lines, as index and eval do.
+    reporter = progress_reporter(json_output, "search") if queries else progress_bars(want_progress(json_output))
+    with reporter as progress:
+        searcher = make_method(method.name, settings, settings.db_path, progress=progress, **options)
+        answers = in_chunks(searcher.search_batch, requests, progress if queries else None,
+                            f"searching {len(requests):,} queries", EvaluationConfig.from_settings(settings).batch_size)
     with open_registry_db(settings, mode="read") as con:
         services = Registry(con).get_many(hit.service_id for answer in answers for hit in answer.hits)
     names = {service_id: service.name for service_id, service in services.items()}
