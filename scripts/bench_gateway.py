@@ -6,10 +6,12 @@ takes 50 ms (`work`). Measured:
 
 - added latency: `echo` called N times one after another through the gateway, minus the same calls made directly
   with the SDK client on a warm session to the same server (stdio: a second process of it; HTTP: the same URL).
-  Two ways through the gateway: `in_process` (the `Gateway` itself: policy, schema check, pool, the hop to its
-  loop, the audit row) and, unless --no-serve, `via_serve` (an SDK client calling `call_service` on
-  `a2x-local serve`'s /mcp: an agent's whole path, one more HTTP round trip and MCP decoding included);
-- throughput: calls of `work` (50 ms) per second through the gateway with 1 and 16 concurrent clients;
+  Three ways through the gateway: the top-level `latency_*` (the `Gateway` itself, on the caller's loop as `serve`
+  runs it: policy, schema check, pool, the audit row), and unless --no-serve, `via_serve` (an SDK client calling
+  `call_service` on `a2x-local serve`'s /mcp: an agent's whole path over HTTP, one more HTTP round trip and MCP
+  decoding included) and `via_serve_stdio` (the SDK client on a warm `a2x-local serve --stdio` session);
+- throughput: calls of `work` (50 ms) per second with 1 and 16 concurrent clients, through the `Gateway` and
+  through `serve`'s /mcp (16 agents, each its own SDK client);
 - the server processes alive before, during and after (the gateway closes every session), and errors.
 
 The machine's load average is printed with the result: on a shared machine the wall clock moves with it.
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
@@ -85,21 +88,22 @@ async def paired(calls: int, direct, through) -> dict:
             "added_p99_ms": round(sorted(added)[min(len(added) - 1, int(len(added) * 0.99))] * 1000, 3)}
 
 
-async def throughput(clients: int, seconds: float, one) -> dict[str, float]:
+async def throughput(clients: int, seconds: float, one, each=None) -> dict[str, float]:
+    """Calls per second from ``clients`` concurrent loops of ``one()`` (or ``each(i)``: client i's own call)."""
     done = errors = 0
     deadline = time.monotonic() + seconds
 
-    async def client() -> None:
+    async def client(number: int) -> None:
         nonlocal done, errors
         while time.monotonic() < deadline:
             try:
-                await one()
+                await (each(number) if each is not None else one())
                 done += 1
             except Exception:   # counted: the benchmark reports errors, it does not stop on them
                 errors += 1
 
     started = time.monotonic()
-    await asyncio.gather(*(client() for _ in range(clients)))
+    await asyncio.gather(*(client(number) for number in range(clients)))
     return {"clients": clients, "calls": done, "errors": errors,
             "calls_per_s": round(done / (time.monotonic() - started), 1)}
 
@@ -165,25 +169,35 @@ def main() -> None:
             result["processes_before"] = processes_with(marker) - 1     # the HTTP server is not the gateway's
             gateway = Gateway(config, gateway_file, audit=AuditLog(db, config))
             result.update(asyncio.run(measure(gateway, services, stdio_name, http_name, url, args)))
-            result["processes_during"] = processes_with(marker) - 1
             gateway.close()
             time.sleep(0.5)
             result["processes_after_close"] = processes_with(marker) - 1
             if not args.no_serve:
                 result["via_serve"] = via_serve(folder, db, gateway_file, stdio_name, http_name, url, args)
+                result["via_serve_stdio"] = via_serve_stdio(folder, db, gateway_file, stdio_name, http_name, url,
+                                                            args)
                 result["processes_after_serve"] = processes_with(marker) - 1
             with connect(db, mode="read") as con:
                 result["audit_rows"] = con.execute("SELECT count(*) FROM gateway_calls").fetchone()[0]
         finally:
             stop(http_server)
     result["load_after"] = os.getloadavg()
-    result["errors"] = sum(run.get("errors", 0) for key in ("throughput_stdio", "throughput_http")
-                           for run in result.get(key, []))
+    result["errors"] = sum(run.get("errors", 0) for where in (result, result.get("via_serve", {}))
+                           for key in ("throughput_stdio", "throughput_http") for run in where.get(key, []))
     print(json.dumps(result))
 
 
 async def measure(gateway: Gateway, services: dict, stdio_name: str, http_name: str, url: str,
                   args: argparse.Namespace) -> dict:
+    gateway.loop.adopt()     # as `serve` runs it: the sessions on the caller's own loop
+    try:
+        return await _measure(gateway, services, stdio_name, http_name, url, args)
+    finally:
+        await gateway.aclose()
+
+
+async def _measure(gateway: Gateway, services: dict, stdio_name: str, http_name: str, url: str,
+                   args: argparse.Namespace) -> dict:
     found: dict = {}
 
     def through(server: str, tool: str, arguments: dict):
@@ -211,20 +225,50 @@ async def measure(gateway: Gateway, services: dict, stdio_name: str, http_name: 
         found[f"throughput_{kind}"] = runs
         found[f"speedup_16_vs_1_{kind}"] = round(runs[1]["calls_per_s"] / max(runs[0]["calls_per_s"], 1e-9), 2)
     found["sessions"] = gateway.live_sessions()
+    found["processes_during"] = processes_with(stdio_name)
+    return found
+
+
+def serve_command(db: Path, gateway_file: Path, *more: str) -> list[str]:
+    return [sys.executable, "-c", "from a2x_local.cli import main; main()", "serve", "--db", str(db), "--gateway",
+            str(gateway_file), *more]
+
+
+def serve_home(folder: Path) -> dict[str, str]:
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('[serve]\npreload = []\ndefault_method = "bm25"\n', encoding="utf-8")
+    return {**os.environ, "A2X_HOME": str(home), "PYTHONPATH": str(ROOT)}
+
+
+def call_of(client: Client, service_id: str, arguments: dict):
+    async def one():
+        answer = await client.call_tool("call_service", {"service_id": service_id, "arguments": arguments})
+        assert not answer.is_error, answer.content[0].text
+
+    return one
+
+
+async def paired_both(client: Client, stdio_name: str, http_name: str, url: str, calls: int, tag: str) -> dict:
+    """The echo through ``client`` (call_service on serve) and directly, for either kind of server."""
+    found = {}
+    async with direct_stdio(f"{stdio_name}-direct-{tag}") as direct:
+        found["latency_stdio"] = await paired(calls, echo_of(direct),
+                                              call_of(client, f"{stdio_name}/echo", {"text": "x"}))
+    direct_client, direct = direct_http(url)
+    async with direct_client, direct:
+        found["latency_http"] = await paired(calls, echo_of(direct),
+                                             call_of(client, f"{http_name}/echo", {"text": "x"}))
     return found
 
 
 def via_serve(folder: Path, db: Path, gateway_file: Path, stdio_name: str, http_name: str, url: str,
               args: argparse.Namespace) -> dict:
-    """The same echo, called with `call_service` on `a2x-local serve`'s /mcp and directly, alternately."""
+    """An agent's whole path over HTTP: `call_service` on `a2x-local serve`'s /mcp. The echo called through it and
+    directly, alternately; then calls/s of the 50 ms tool from 1 and 16 agents, each its own SDK client."""
     port = free_port()
-    home = folder / "home"
-    home.mkdir()
-    (home / "config.toml").write_text('[serve]\npreload = []\ndefault_method = "bm25"\n', encoding="utf-8")
-    env = {**os.environ, "A2X_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    serve = subprocess.Popen([sys.executable, "-c", "from a2x_local.cli import main; main()", "serve", "--db",
-                              str(db), "--port", str(port), "--gateway", str(gateway_file)], cwd=ROOT, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    serve = subprocess.Popen(serve_command(db, gateway_file, "--port", str(port)), cwd=ROOT,
+                             env=serve_home(folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):
             try:
@@ -235,29 +279,47 @@ def via_serve(folder: Path, db: Path, gateway_file: Path, stdio_name: str, http_
             time.sleep(0.2)
 
         async def run() -> dict:
-            http = httpx2.AsyncClient(headers={"Authorization": "Bearer bench-token"},
-                                      timeout=httpx2.Timeout(30, read=120))
-            found = {}
-            async with http, Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http),
-                                    mode="legacy") as client:
+            async with AsyncExitStack() as stack:
+                agents = []
+                for _ in range(16):
+                    http = await stack.enter_async_context(httpx2.AsyncClient(
+                        headers={"Authorization": "Bearer bench-token"}, timeout=httpx2.Timeout(30, read=120)))
+                    agents.append(await stack.enter_async_context(Client(streamable_http_client(
+                        f"http://127.0.0.1:{port}/mcp", http_client=http), mode="legacy")))
+                found = await paired_both(agents[0], stdio_name, http_name, url, args.calls, "http")
                 for kind, server in (("stdio", stdio_name), ("http", http_name)):
-                    async def one(server: str = server):
-                        answer = await client.call_tool("call_service", {"service_id": f"{server}/echo",
-                                                                         "arguments": {"text": "x"}})
-                        assert not answer.is_error, answer.content[0].text
-
-                    if kind == "stdio":
-                        async with direct_stdio(f"{stdio_name}-direct2") as direct:
-                            found["latency_stdio"] = await paired(args.calls, echo_of(direct), one)
-                    else:
-                        direct_client, direct = direct_http(url)
-                        async with direct_client, direct:
-                            found["latency_http"] = await paired(args.calls, echo_of(direct), one)
-            return found
+                    calls = [call_of(agent, f"{server}/work", {"label": "b"}) for agent in agents]
+                    runs = [await throughput(clients, args.seconds, None, each=lambda i, c=calls: c[i]())
+                            for clients in (1, 16)]
+                    found[f"throughput_{kind}"] = runs
+                    found[f"speedup_16_vs_1_{kind}"] = round(runs[1]["calls_per_s"] /
+                                                             max(runs[0]["calls_per_s"], 1e-9), 2)
+                return found
 
         return asyncio.run(run())
     finally:
         stop(serve)
+
+
+def via_serve_stdio(folder: Path, db: Path, gateway_file: Path, stdio_name: str, http_name: str, url: str,
+                    args: argparse.Namespace) -> dict:
+    """A desktop agent's path: the SDK client starts `a2x-local serve --stdio` (its profile's token in
+    $A2X_CLIENT_TOKEN) and calls `call_service` on that warm session; the echo through it and directly."""
+    command, *rest = serve_command(db, gateway_file, "--stdio")
+    params = StdioServerParameters(command=command, args=rest, cwd=str(ROOT),
+                                   env={**serve_home(folder), "A2X_CLIENT_TOKEN": "bench-token"})
+
+    async def run() -> dict:
+        async with Client(params, mode="legacy", read_timeout_seconds=300) as client:
+            for _ in range(600):      # until the registry is read (a call before answers Loading)
+                answer = await client.call_tool("call_service", {"service_id": f"{stdio_name}/echo",
+                                                                 "arguments": {"text": "x"}})
+                if not answer.is_error:
+                    break
+                await asyncio.sleep(0.2)
+            return await paired_both(client, stdio_name, http_name, url, args.calls, "stdio")
+
+    return asyncio.run(run())
 
 
 if __name__ == "__main__":

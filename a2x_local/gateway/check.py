@@ -82,7 +82,9 @@ def _registered(con: duckdb.DuckDBPyConnection, server: str) -> set[str]:
 
 def register_tools(con: duckdb.DuckDBPyConnection, server: str, tools: list[dict[str, Any]], folder: Path,
                    limits: Limits, *, dry_run: bool = False) -> ServerCheck:
-    """Make the registry's tools of ``server`` equal ``tools`` (added, updated, removed), in one transaction."""
+    """Make the registry's tools of ``server`` equal ``tools``: added and updated by the ingest of the listing
+    (its transaction), then the tools it no longer lists removed (a second one). A failure between the two leaves
+    the new listing's tools in and the gone ones still registered; the next check removes them."""
     listing = folder / f"{server.replace('/', '__')}.json"
     write_output(listing, json.dumps({"server": server, "tools": tools}, ensure_ascii=False, indent=1),
                  what="tools/list copy")
