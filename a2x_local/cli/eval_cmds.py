@@ -182,7 +182,8 @@ def compare_command(
         table.add_row(*(row[c] for c in columns))
     console.print(table)
     for note in notes:
-        console.print(f"[yellow]warning: not comparable:[/yellow] {note}", highlight=False, soft_wrap=True)
+        # Prose: wrapped at a terminal's width, one line in a pipe (the console's own choice).
+        console.print(f"[yellow]warning: not comparable:[/yellow] {note}", highlight=False)
     for file in files:
         console.print(f"wrote {file}", highlight=False)
 
@@ -324,4 +325,4 @@ def tune_command(
     console.print(table)
     chosen = ", ".join(f"{key} = {value:g}" for key, value in report.chosen.items())
     action = "stored in the registry" if report.stored else "not stored (--dry-run)"
-    console.print(f"chosen: {chosen}; {action}", highlight=False, soft_wrap=True)
+    console.print(f"chosen: {chosen}; {action}", highlight=False)

@@ -55,5 +55,5 @@ def index_command(
         table.add_row(info.kind, "built" if info.built else "current", f"{info.seconds:.2f}",
                       str(Path(info.path).name))
     console.print(table)
-    console.print(report.notice, highlight=False, soft_wrap=True)
+    console.print(report.notice, highlight=False)   # prose: wrapped in a terminal, one line in a pipe
     console.print(f"indexed text: {report.text}", highlight=False)
