@@ -58,6 +58,9 @@ class Calling:
         self.reserved = reserved          # the server's own tool names: never shadowed by an activation
         self._active: OrderedDict[str, OrderedDict[str, Activation]] = OrderedDict()
         self._callers: dict[str, Caller] = {}     # each client's caller when it last activated
+        # Activations dropped because they stopped standing, per client: a call by such a name still goes to the
+        # gateway, whose refusal names the tool's server (not the SDK's "Unknown tool").
+        self._dropped: dict[str, OrderedDict[str, Activation]] = {}
         self._lock = threading.Lock()
         # Who hears that a client's tools changed: the stdio connection, the subscriptions/listen streams.
         self.notifiers: list[Notify] = []
@@ -95,6 +98,7 @@ class Calling:
             while len(self._active) > MAX_CLIENTS:
                 gone, _ = self._active.popitem(last=False)
                 self._callers.pop(gone, None)
+                self._dropped.pop(gone, None)
             return mine
 
     async def activate(self, service_ids: list[str]) -> list[tuple[str, str | None, str]]:
@@ -127,6 +131,8 @@ class Calling:
                 schema = ref.schema if isinstance(ref.schema, dict) else {"type": "object"}
                 mine[ref.tool] = Activation(ref.tool, service_id, ref.server,
                                             caller.profile.description(service_id, ref.description), schema)
+                with self._lock:
+                    self._dropped.get(caller.key, {}).pop(ref.tool, None)
                 done.append((service_id, ref.tool, f"listed as tool '{ref.tool}' (server '{ref.server}')"))
             except GatewayError as exc:
                 done.append((service_id, None, f"{exc.code}: {exc.message}"))
@@ -134,11 +140,16 @@ class Calling:
 
     def deactivate(self, names: list[str]) -> list[tuple[str, bool]]:
         """Remove activations by service id or tool name; (what was named, whether it was active)."""
-        mine = self._mine(self.caller())
+        caller = self.caller()
+        mine = self._mine(caller)
         found = []
         for name in names:
             key = name if name in mine else next((k for k, a in mine.items() if a.service_id == name), None)
             found.append((name, key is not None and mine.pop(key, None) is not None))
+            with self._lock:
+                gone = self._dropped.get(caller.key, {})
+                for dropped in [k for k, a in gone.items() if name in (k, a.service_id)]:
+                    del gone[dropped]
         return found
 
     async def active(self) -> list[Activation]:
@@ -154,9 +165,11 @@ class Calling:
         return [a for a in listed if a.service_id in snapshot.services and caller.profile.may_call(a.service_id)]
 
     def activation(self, name: str, key: str | None = None) -> Activation | None:
-        """The activation listed as ``name`` for the calling client (or the client ``key``)."""
+        """The activation listed as ``name`` for the calling client (or the client ``key``), or one dropped under
+        that name since (its call is refused by the gateway, with the server named)."""
+        key = key or self.caller().key
         with self._lock:
-            return (self._active.get(key or self.caller().key) or {}).get(name)
+            return (self._active.get(key) or {}).get(name) or (self._dropped.get(key) or {}).get(name)
 
     async def drop_stale(self) -> bool:
         """Forget the activations that no longer stand: their service left the registry, or the client's profile
@@ -179,6 +192,10 @@ class Calling:
                 for activation in stale:
                     if mine.get(activation.name) == activation:
                         del mine[activation.name]
+                        gone = self._dropped.setdefault(key, OrderedDict())
+                        gone[activation.name] = activation
+                        while len(gone) > self.gateway.config.max_activated:
+                            gone.popitem(last=False)
                         dropped = True
         return dropped
 

@@ -69,6 +69,7 @@ def test_a_stdio_client_follows_the_gateway_file_and_the_registry(db_path, tmp_p
             count = len(heard)
             seen["removal_heard"] = await _heard_more(heard, count)
             seen["after_removal"] = await tool_names(client)
+            seen["removed_call"] = await client.call_tool("add", {"a": 1, "b": 2})    # by its old name
             gateway.write_text(_file(name, f'"{name}/add", "{name}/nothing-else"'), encoding="utf-8")   # narrowed
             count = len(heard)
             seen["narrowed_heard"] = await _heard_more(heard, count)
@@ -90,6 +91,9 @@ def test_a_stdio_client_follows_the_gateway_file_and_the_registry(db_path, tmp_p
     assert seen["activated"] and {"echo", "add"} <= seen["activated"]
     assert seen["removal_heard"], "no list_changed after the registry dropped an activated tool"
     assert "add" not in seen["after_removal"] and "echo" in seen["after_removal"]
+    gone = seen["removed_call"]      # still a clear error naming the server, not the SDK's "Unknown tool"
+    assert gone.is_error and gone.content[0].text.startswith("NoSuchService: ") and f"server '{name}'" in \
+        gone.content[0].text
     assert seen["narrowed_heard"], "no list_changed after the gateway file dropped an activated tool"
     assert "echo" not in seen["after_narrowing"]
     narrowed = seen["narrowed_call"]

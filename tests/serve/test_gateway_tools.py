@@ -45,16 +45,22 @@ def test_call_service_and_the_dynamic_mode_in_process(db_path, tmp_path):
                 f"{name}/echo", f"{name}/search_services", f"{name}/count_steps", f"{name}/add"]})
             with_two = {t.name for t in (await client.list_tools()).tools}
             echoed = await client.call_tool("echo", {"text": "hi"})
-            with connect(db_path) as con:       # the tool leaves the registry while it is active
-                Registry(con).remove([f"{name}/echo"])
+            watcher = asyncio.ensure_future(server.calling.watch(every_s=0.2))   # as the HTTP app's start runs it
+            async with client.listen(tools_list_changed=True) as subscription:
+                with connect(db_path) as con:       # the tool leaves the registry while it is active
+                    Registry(con).remove([f"{name}/echo"])
+                # ... and the listen stream hears it unasked
+                event = await asyncio.wait_for(anext(aiter(subscription)), 60)
+            watcher.cancel()
             after_removal = {t.name for t in (await client.list_tools()).tools}
             gone = await client.call_tool("echo", {"text": "hi"})
             removed = await client.call_tool("deactivate_services", {"names": ["count_steps", "nothing"]})
             last = {t.name for t in (await client.list_tools()).tools}
-            return listed, called, activated, with_two, echoed, after_removal, gone, removed, last
+            return listed, called, activated, with_two, echoed, after_removal, gone, removed, last, event
 
     try:
-        listed, called, activated, with_two, echoed, after_removal, gone, removed, last = asyncio.run(scenario())
+        listed, called, activated, with_two, echoed, after_removal, gone, removed, last, event = asyncio.run(
+            scenario())
     finally:
         server.close()
     assert {"call_service", "activate_services", "deactivate_services", "search_services"} <= listed
@@ -64,7 +70,7 @@ def test_call_service_and_the_dynamic_mode_in_process(db_path, tmp_path):
     assert outcome["refused"][f"{name}/search_services"].startswith("NameTaken: its name 'search_services'")
     assert outcome["refused"][f"{name}/add"].startswith("TooManyActive: 2 tools are active already")
     assert {"echo", "count_steps"} <= with_two and echoed.content[0].text == f"{name}: hi"
-    assert "echo" not in after_removal and "count_steps" in after_removal
+    assert event is not None and "echo" not in after_removal and "count_steps" in after_removal
     assert gone.is_error and gone.content[0].text.startswith("NoSuchService: ") and f"server '{name}'" in \
         gone.content[0].text
     assert removed.structured_content["removed"] == ["count_steps"] and "count_steps" not in last
