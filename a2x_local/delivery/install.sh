@@ -3,17 +3,17 @@
 #
 #   ./install.sh VENV [--registry DB] [--force]
 #
-# 1. checks the bundle: every file SHA256SUMS lists is a regular file inside it and matches; wheels/ holds nothing
-#    SHA256SUMS does not list by its exact path;
+# 1. checks the whole bundle first: every file SHA256SUMS lists is a regular file inside it (no link on the way) and
+#    matches; wheels/ is a folder holding nothing SHA256SUMS does not list by its exact path;
 # 2. VENV must be new, empty, or a virtual environment a bundle installed into before (it holds the marker
-#    a2x-local-bundle.txt); --force installs into any other folder (nothing already in it is removed);
+#    a2x-local-bundle.txt, exactly as this script writes it); --force installs into any other folder (nothing in
+#    it is removed); a VENV that is a link is refused;
 # 3. creates VENV with Python 3.11 when it does not exist ($A2X_PYTHON names the interpreter);
 # 4. installs the locked wheels with `pip --no-index --no-deps --require-hashes` (pip's own configuration and PIP_*
 #    variables are ignored, so no index or other folder is ever consulted), then a2x-local itself;
 # 5. over an earlier bundle's install (an upgrade), removes what that bundle installed and this one does not carry
-#    (only packages its marker lists: never one this script did not install), then writes the marker, which lists
-#    only packages this bundle carries that were absent before it ran or that the earlier marker listed: one the
-#    operator had (at any version; before a --force install) never becomes the bundle's to remove;
+#    (only packages its marker lists, still at the version it lists), then writes the marker, which lists only
+#    packages this bundle carries that were absent before it ran or that the earlier marker listed;
 # 6. with --registry DB: copies DB to DB.before-BUNDLE_ID first, then opens it once with the new a2x-local, which
 #    applies the registry's migrations and records this bundle in its history (`a2x-local stats --db DB`).
 # Stop any a2x-local process that uses the registry (serve, nightly) before an upgrade, and start it again after.
@@ -39,34 +39,58 @@ done
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 
-# --- 1. the bundle ------------------------------------------------------------------------------------------------
+# --- 1. the bundle: checked whole before anything is created ----------------------------------------------------
 copy_again="copy the bundle again from its source"
-for file in SHA256SUMS BUNDLE_ID PLATFORM requirements.lock project.lock; do
+max_text=$((4 * 1024 * 1024))   # SHA256SUMS, the locks, BUNDLE_ID, PLATFORM: a few KiB in any real bundle
+for file in SHA256SUMS BUNDLE_ID PLATFORM requirements.lock project.lock install.sh; do
   # A link or a special file would be read in place of the bundle's own (a named pipe blocks, a device never ends).
   [ -f "$file" ] && [ ! -L "$file" ] || fail "$here/$file is missing or not a regular file" "$copy_again"
+  [ "$(stat -c %s -- "$file")" -le "$max_text" ] \
+    || fail "$here/$file holds more than $max_text bytes, which no bundle writes" "$copy_again"
 done
-# Every line: 64 hex digits, two spaces, a plain relative path (no '..', no leading '/'), as `a2x-local bundle` writes.
-bad_line="$(grep -nvE '^[0-9a-f]{64}  [A-Za-z0-9_+][A-Za-z0-9._+/-]*$' SHA256SUMS | head -1 || true)"
-[ -z "$bad_line" ] || fail "SHA256SUMS line ${bad_line%%:*} is not 'SHA-256  PATH' with a plain path inside the bundle" "$copy_again"
-bad_line="$(grep -nE '  (.*/)?\.\.?(/|$)|//' SHA256SUMS | head -1 || true)"
-[ -z "$bad_line" ] || fail "SHA256SUMS line ${bad_line%%:*} names a path with '.' or '..' parts" "$copy_again"
+[ -d wheels ] && [ ! -L wheels ] \
+  || fail "$here/wheels is missing or not a folder (a link is never followed)" "$copy_again"
+[ -s SHA256SUMS ] || fail "$here/SHA256SUMS is empty: it lists none of the bundle's files" "$copy_again"
+# Every line: 64 hex digits, two spaces, a plain relative path (no '..', no leading '/'), as `a2x-local bundle` writes;
+# bytes as bytes (LC_ALL=C) and a NUL or a carriage return in a line is a character no path here holds (grep -a).
+bad_line="$(LC_ALL=C grep -anvE '^[0-9a-f]{64}  [A-Za-z0-9_+][A-Za-z0-9._+/-]*$' SHA256SUMS | head -1 | cut -d: -f1 || true)"
+[ -z "$bad_line" ] \
+  || fail "$here/SHA256SUMS line ${bad_line%%:*} is not 'SHA-256  PATH' with a plain path inside the bundle" "$copy_again"
+bad_line="$(LC_ALL=C grep -anE '  (.*/)?\.\.?(/|$)|//|/$' SHA256SUMS | head -1 | cut -d: -f1 || true)"
+[ -z "$bad_line" ] || fail "$here/SHA256SUMS line ${bad_line%%:*} names a path with '.', '..' or empty parts" "$copy_again"
 listed="$(cut -c67- SHA256SUMS)"
-while IFS= read -r file; do
-  [ -f "$file" ] && [ ! -L "$file" ] || fail "$file (listed in SHA256SUMS) is missing or not a regular file" "$copy_again"
-done <<< "$listed"
+twice="$(sort <<< "$listed" | uniq -d | head -1)"
+[ -z "$twice" ] || fail "$here/SHA256SUMS lists $twice more than once" "$copy_again"
+for file in BUNDLE_ID PLATFORM requirements.lock project.lock install.sh; do
+  grep -qxF -- "$file" <<< "$listed" || fail "$here/SHA256SUMS does not list $file" "$copy_again"
+done
+inside() {  # a listed path: every folder on the way a real folder in the bundle (never a link), then a regular file
+  local rel="$1" walked="" part
+  local -a parts
+  IFS=/ read -r -a parts <<< "$rel"
+  for part in "${parts[@]:0:${#parts[@]}-1}"; do
+    walked="${walked:+$walked/}$part"
+    [ -d "$walked" ] && [ ! -L "$walked" ] \
+      || fail "$here/$walked (on the way to $rel, listed in SHA256SUMS) is a link or not a folder" "$copy_again"
+  done
+  [ ! -L "$rel" ] || fail "$here/$rel (listed in SHA256SUMS) is a symbolic link, which is never followed" "$copy_again"
+  [ -f "$rel" ] || fail "$here/$rel (listed in SHA256SUMS) is missing or not a regular file" "$copy_again"
+}
+while IFS= read -r file; do inside "$file"; done <<< "$listed"
 bundle_id="$(head -c 200 BUNDLE_ID | head -1)"
-[[ "$bundle_id" =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] || fail "BUNDLE_ID does not hold a bundle id" "$copy_again"
+[[ "$bundle_id" =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] || fail "$here/BUNDLE_ID does not hold a bundle id" "$copy_again"
 
 echo "install: checking the bundle $bundle_id against SHA256SUMS" >&2
 sha256sum --check --quiet --strict SHA256SUMS \
-  || fail "files of the bundle do not match SHA256SUMS (named above)" "$copy_again"
+  || fail "files of the bundle do not match $here/SHA256SUMS (named above)" "$copy_again"
+[ -r wheels ] && [ -x wheels ] || fail "$here/wheels cannot be read" "$copy_again"
 while IFS= read -r -d '' file; do
   # A plain name first: grep -F would take each line of a name with a line break as a pattern of its own.
   [[ "$file" =~ ^wheels/[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] \
     || fail "wheels/ holds an entry whose name is no plain file name: $(printf '%q' "$file")" "remove it: wheels/ holds only the bundle's wheels"
-  [ -f "$file" ] && [ ! -L "$file" ] || fail "$file is not a regular file" "remove it: wheels/ holds only the bundle's wheels"
-  grep -qxF -- "$file" <<< "$listed" || fail "$file is not listed in SHA256SUMS" "remove it: only listed wheels are installed"
-done < <(find wheels -mindepth 1 -print0)
+  [ -f "$file" ] && [ ! -L "$file" ] || fail "$here/$file is not a regular file" "remove it: wheels/ holds only the bundle's wheels"
+  grep -qxF -- "$file" <<< "$listed" || fail "$here/$file is not listed in SHA256SUMS" "remove it: only listed wheels are installed"
+done < <(find wheels -mindepth 1 -maxdepth 1 -print0)
 
 describe() {  # what a folder holds, in a few words: its first entries, and how many Python packages
   local entries packages
@@ -77,9 +101,14 @@ describe() {  # what a folder holds, in a few words: its first entries, and how 
 }
 
 # --- 2. the virtual environment -----------------------------------------------------------------------------------
+while [[ "$venv" == */ && "$venv" != / ]]; do venv="${venv%/}"; done
+if [ -L "$venv" ]; then
+  fail "$venv is a symbolic link (to $(printf '%q' "$(readlink -- "$venv")")), which is never followed" \
+    "give the folder itself or a new path"
+fi
 marker="$venv/$MARKER"
 upgrade=0
-if [ -e "$venv" ] || [ -L "$venv" ]; then
+if [ -e "$venv" ]; then
   [ -d "$venv" ] || fail "$venv exists and is not a folder" "give the path of a new virtual environment"
   if [ -n "$(ls -A "$venv")" ]; then
     if [ -e "$marker" ] || [ -L "$marker" ]; then
@@ -109,6 +138,61 @@ if have != want:
     raise SystemExit(1)
 PY
 
+# The earlier marker proves the folder is a bundle's install only when it is exactly what this script writes: the
+# header, one bundle line, then `package NAME==VERSION` lines. Read once, bounded, before anything changes; what it
+# lists (NAME==VERSION, one a line) is all the rest of the script uses of it.
+prior=""
+if [ "$upgrade" = 1 ]; then
+  prior="$("$py" - "$marker" <<'PY'
+import os, re, stat, sys
+path, cap = sys.argv[1], 1024 * 1024
+def refuse(where: str, what: str) -> None:
+    print(f"install: error: {path}{where}: {what}", file=sys.stderr)
+    raise SystemExit(1)
+try:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+except OSError as error:
+    refuse("", f"cannot be opened ({error.strerror})")
+with os.fdopen(fd, "rb") as stream:
+    info = os.fstat(stream.fileno())
+    if not stat.S_ISREG(info.st_mode):
+        refuse("", "is not a regular file")
+    if info.st_size > cap:
+        refuse("", f"holds {info.st_size} bytes; a marker install.sh writes holds at most {cap}")
+    data = stream.read(cap + 1)
+if len(data) > cap:
+    refuse("", f"holds more than {cap} bytes; a marker install.sh writes holds at most that")
+try:
+    text = data.decode("utf-8")
+except UnicodeDecodeError as error:
+    refuse(f" byte {error.start}", "is not UTF-8 text")
+if not text:
+    refuse("", "is empty")
+if not text.endswith("\n"):
+    refuse("", "does not end with a line break (cut short)")
+lines = text[:-1].split("\n")
+if not lines[0].startswith("# Written by a2x-local's install.sh:"):
+    refuse(" line 1", "is not the header install.sh writes (# Written by a2x-local's install.sh: ...)")
+n = 1
+while n < len(lines) and lines[n].startswith("# "):
+    n += 1
+if n == len(lines) or not re.fullmatch(r"bundle [A-Za-z0-9][A-Za-z0-9._+-]{0,199}", lines[n]):
+    refuse(f" line {n + 1}", "is not the line 'bundle ID' that follows the header")
+seen = set()
+for number, line in enumerate(lines[n + 1:], start=n + 2):
+    found = re.fullmatch(r"package ([A-Za-z0-9][A-Za-z0-9._-]{0,199})==([A-Za-z0-9][A-Za-z0-9.+!_-]{0,99})", line)
+    if not found:
+        refuse(f" line {number}", f"is not 'package NAME==VERSION': {line[:80]!r}")
+    name = re.sub(r"[-_.]+", "-", found[1]).lower()
+    if name in seen:
+        refuse(f" line {number}", f"lists {found[1]} a second time")
+    seen.add(name)
+    print(f"{name}=={found[2]}")
+PY
+)" || fail "$marker is not a marker install.sh wrote, so it proves nothing about what the earlier install put there; nothing was changed" \
+    "if a bundle installed into $venv, install into a new folder instead; if none did, remove the marker and run again with --force (nothing is then removed)"
+fi
+
 if [ -n "$registry" ]; then
   [ -f "$registry" ] || fail "$registry: no such registry (or not a regular file)" "give the registry file the install serves (--db)"
   backup="$registry.before-$bundle_id"
@@ -135,7 +219,8 @@ fi
 had="$("$venv/bin/python" - <<'PY'
 import importlib.metadata as md, re
 for dist in md.distributions():
-    print(f"{re.sub(r'[-_.]+', '-', dist.metadata['Name']).lower()}=={dist.version}")
+    if dist.metadata["Name"]:
+        print(f"{re.sub(r'[-_.]+', '-', dist.metadata['Name']).lower()}=={dist.version}")
 PY
 )"
 echo "install: installing $(grep -c '==' requirements.lock) packages into $venv (a few minutes)" >&2
@@ -144,16 +229,21 @@ if grep -q '==' requirements.lock; then "$venv/bin/python" "${pip_install[@]}" -
 
 # An upgrade: what the earlier bundle installed (its marker says) and this one does not carry goes; nothing else.
 if [ "$upgrade" = 1 ]; then
-  stale="$("$venv/bin/python" - "$marker" requirements.lock project.lock <<'PY'
+  stale="$("$venv/bin/python" - "$prior" requirements.lock project.lock <<'PY'
 import importlib.metadata as md, re, sys
 norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
-plain = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")   # a distribution name, never an option for pip
-before = {line.split()[1].split("==")[0] for line in open(sys.argv[1], encoding="utf-8")
-          if line.startswith("package ") and len(line.split()) == 2}
+before = dict(line.split("==", 1) for line in sys.argv[1].splitlines())   # checked: NAME==VERSION, normalised
 keep = {"pip"} | {norm(line.split("==")[0]) for path in sys.argv[2:] for line in open(path) if "==" in line}
-installed = {norm(d.metadata["Name"]) for d in md.distributions()}
-print(" ".join(sorted(name for name in before if plain.match(name) and norm(name) not in keep
-                      and norm(name) in installed)))
+installed = {norm(d.metadata["Name"]): d.version for d in md.distributions() if d.metadata["Name"]}
+stale = []
+for name, version in sorted(before.items()):
+    if name in keep or name not in installed:
+        continue
+    if installed[name] != version:   # changed since the bundle put it there: someone else's now
+        print(f"install: keeping {name} {installed[name]}: the earlier bundle installed {version}", file=sys.stderr)
+        continue
+    stale.append(name)
+print(" ".join(stale))
 PY
 )"
   if [ -n "$stale" ]; then
@@ -167,15 +257,12 @@ written="$(mktemp "$venv/.$MARKER.XXXXXX")"   # a new file (never one that was t
   echo "# Written by a2x-local's install.sh: the bundle installed here and the packages it installed. An upgrade"
   echo "# removes only packages listed here that the newer bundle does not carry. Do not edit."
   echo "bundle $bundle_id"
-  "$venv/bin/python" - "$had" "$([ "$upgrade" = 1 ] && echo "$marker")" requirements.lock project.lock <<'PY'
+  "$venv/bin/python" - "$had" "$prior" requirements.lock project.lock <<'PY'
 import re, sys
 norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
 had = {line.split("==")[0] for line in sys.argv[1].splitlines() if "==" in line}
-ours = set()   # what the earlier marker listed: the bundle's, even at the same version
-if sys.argv[2]:
-    ours = {norm(line.split()[1].split("==")[0]) for line in open(sys.argv[2], encoding="utf-8")
-            if line.startswith("package ") and len(line.split()) == 2}
-pinned = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ]+)")
+ours = {line.split("==")[0] for line in sys.argv[2].splitlines()}   # the earlier marker's: the bundle's still
+pinned = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)(?:\s|$)")
 for path in sys.argv[3:]:
     for line in open(path, encoding="utf-8"):
         found = pinned.match(line)

@@ -130,16 +130,132 @@ def test_an_empty_folder_is_installed_into(tmp_path: Path):
     assert "alpha" in installed(tmp_path / "venv")
 
 
-def test_a_marker_that_lists_foreign_names_removes_none_of_them(tmp_path: Path):
-    """The marker is read as data: only names it lists that the bundle installed are removed, never an option."""
+def test_a_marker_whose_packages_changed_since_removes_none_of_those(tmp_path: Path):
+    """Issue 32, fourth round: a package the marker lists but that is no longer at the version it lists (beta
+    upgraded by hand, pip itself) is someone else's now: the upgrade keeps it and says so."""
     venv = tmp_path / "venv"
-    assert run_install(make_bundle(tmp_path / "one", "b-one", {"alpha": "1.0"}), venv).returncode == 0
-    pip_install(venv, make_wheel(tmp_path, "gamma", "3.0"))
+    assert run_install(make_bundle(tmp_path / "one", "b-one", {"alpha": "1.0", "beta": "1.0"}), venv).returncode == 0
+    pip_install(venv, make_wheel(tmp_path, "beta", "2.0"))
     with (venv / MARKER).open("a") as marker:
-        marker.write("package --yes\npackage -r/etc/passwd\npackage pip==1\n")
+        marker.write("package pip==1\n")
     done = run_install(make_bundle(tmp_path / "two", "b-two", {"alpha": "1.0"}), venv)
     assert done.returncode == 0, done.stderr
-    assert {"gamma", "pip"} <= installed(venv)
+    assert {"beta", "pip", "alpha"} <= installed(venv), done.stderr
+    assert "keeping beta 2.0: the earlier bundle installed 1.0" in done.stderr
+
+
+# --- issue 32, fourth round: a marker proves itself before anything changes -----------------------------------------
+
+HEADER = ("# Written by a2x-local's install.sh: the bundle installed here and the packages it installed. An upgrade\n"
+          "# removes only packages listed here that the newer bundle does not carry. Do not edit.\n")
+BAD_MARKERS = {
+    "empty": (b"", "empty"),
+    "forged, packages only": (b"package foreignpkg==2.0\npackage setuptools==65.5.0\n", "line 1"),
+    "no bundle line": (HEADER.encode() + b"package alpha==1.0\n", "line 3"),
+    "a bundle line that is a path": (HEADER.encode() + b"bundle ../x\n", "line 3"),
+    "an option for pip": (HEADER.encode() + b"bundle b-one\npackage --yes\n", "line 4"),
+    "a name twice": (HEADER.encode() + b"bundle b-one\npackage alpha==1.0\npackage Alpha==1.0\n", "line 5"),
+    "cut short": (HEADER.encode() + b"bundle b-one\npackage alpha==1.0", "line break"),
+    "not UTF-8": (HEADER.encode() + b"bundle b-one\npackage \xff\xfe==1\n", "not UTF-8"),
+    "a carriage return": (HEADER.encode() + b"bundle b-one\r\n", "line 3"),
+}
+
+
+@pytest.mark.parametrize("shape", [*BAD_MARKERS, "1 GiB (sparse)"])
+def test_a_marker_install_sh_did_not_write_is_refused_before_anything_changes(tmp_path: Path, shape: str):
+    """Before: any file of that name made the folder a bundle's install (an empty one; a forged one got foreignpkg
+    and setuptools uninstalled); bytes that are not UTF-8 were a traceback after pip had replaced packages; 1 GiB
+    was read whole, twice. Now each is refused, naming the marker and the line, and the folder is left as it was."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / "notes.txt").write_text("mine")
+    if shape in BAD_MARKERS:
+        data, said = BAD_MARKERS[shape]
+        (venv / MARKER).write_bytes(data)
+    else:
+        (venv / MARKER).write_text(HEADER + "bundle b-zero\n")
+        os.truncate(venv / MARKER, 1 << 30)
+        said = "holds 1073741824 bytes"
+    before = listing(venv)
+    done = run_install(bundle, venv, "--force")
+    assert done.returncode == 1, done.stderr
+    assert f"{venv / MARKER}" in done.stderr and said in done.stderr, done.stderr
+    assert "is not a marker install.sh wrote" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert listing(venv) == before
+
+
+# --- issue 32, fourth round: the bundle is checked whole, links on the way included, before anything is made -------
+
+def outside_wheels(bundle: Path, outside: Path) -> None:
+    """Move the bundle's wheels/ out of it and leave a link in its place, with an unlisted wheel out there."""
+    (bundle / "wheels").rename(outside)
+    (outside / "evil-1.0-py3-none-any.whl").write_bytes(b"unlisted")
+    os.symlink(outside, bundle / "wheels")
+
+
+def listed_through_a_link(bundle: Path, outside: Path) -> None:
+    """A listed `lib/f` whose folder `lib` is a link to a folder outside the bundle (its true hash listed)."""
+    outside.mkdir()
+    (outside / "f").write_bytes(b"data")
+    os.symlink(outside, bundle / "lib")
+    with (bundle / "SHA256SUMS").open("a") as sums:
+        sums.write(f"{hashlib.sha256(b'data').hexdigest()}  lib/f\n")
+
+
+def no_wheels(bundle: Path, outside: Path) -> None:
+    for wheel in (bundle / "wheels").iterdir():
+        wheel.unlink()
+    (bundle / "wheels").rmdir()
+    write_sums(bundle)
+
+
+def sums_edit(text: str | None = None, append: bytes = b"", drop: str = "") -> object:
+    def edit(bundle: Path, outside: Path) -> None:
+        sums = bundle / "SHA256SUMS"
+        lines = [line for line in sums.read_bytes().splitlines(keepends=True)
+                 if not drop or not line.endswith(f"  {drop}\n".encode())]
+        sums.write_bytes(text.encode() if text is not None else b"".join(lines) + append)
+    return edit
+
+
+BAD_BUNDLES = {
+    "wheels/ a link out of the bundle": (outside_wheels, "wheels is missing or not a folder"),
+    "a listed file through a folder link": (listed_through_a_link, "lib (on the way to lib/f"),
+    "no wheels/": (no_wheels, "wheels is missing or not a folder"),
+    "an empty SHA256SUMS": (sums_edit(text=""), "SHA256SUMS is empty"),
+    "a NUL in a line": (sums_edit(append=b"aaaa\0bbbb\n"), "SHA256SUMS line"),
+    "a line ending in a carriage return": (sums_edit(append=b"0" * 64 + b"  x\r\n"), "SHA256SUMS line"),
+    "a path ending in /": (sums_edit(append=b"0" * 64 + b"  wheels/\n"), "SHA256SUMS line"),
+    "a path listed twice": (sums_edit(append=b"0" * 64 + b"  PLATFORM\n"), "lists PLATFORM more than once"),
+    "BUNDLE_ID unlisted": (sums_edit(drop="BUNDLE_ID"), "does not list BUNDLE_ID"),
+}
+
+
+@pytest.mark.parametrize("shape", BAD_BUNDLES)
+def test_a_bundle_that_is_not_whole_is_refused_before_the_venv_is_made(tmp_path: Path, shape: str):
+    """Before: wheels/ a link installed what lay outside, an unlisted wheel there included; `lib -> /outside` passed
+    since only a path's last part was tested; no wheels/ was a raw find error and the venv was made anyway; an
+    empty SHA256SUMS named no file; a NUL passed the line check. Now each is refused naming the file in the bundle."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    change, said = BAD_BUNDLES[shape]
+    change(bundle, tmp_path / "outside")
+    done = run_install(bundle, tmp_path / "venv")
+    assert done.returncode == 1, done.stderr
+    assert said in done.stderr and f"{bundle}/" in done.stderr, done.stderr
+    assert "find:" not in done.stderr and "warning" not in done.stderr and not (tmp_path / "venv").exists()
+
+
+@pytest.mark.parametrize("slash", ["", "/"])
+def test_a_venv_that_is_a_link_is_refused(tmp_path: Path, slash: str):
+    """Before: a link to an empty folder ended in venv's own error. Now refused naming the link, nothing made."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (tmp_path / "empty").mkdir()
+    os.symlink(tmp_path / "empty", tmp_path / "venv")
+    done = run_install(bundle, f"{tmp_path / 'venv'}{slash}")
+    assert done.returncode == 1, done.stderr
+    assert f"{tmp_path / 'venv'} is a symbolic link" in done.stderr and "Error:" not in done.stderr, done.stderr
+    assert not list((tmp_path / "empty").iterdir())
 
 
 # --- finding 10: SHA256SUMS is matched by whole lines ---------------------------------------------------------------
