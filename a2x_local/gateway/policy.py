@@ -18,6 +18,8 @@ from a2x_local.gateway.errors import GatewayError, GatewayFileError
 from a2x_local.gateway.spec import GatewayFile
 
 DEFAULT_PROFILE = "default"
+# The profile an audit row names for a client no profile is bound to (a token the gateway file does not know).
+NO_PROFILE = "(none)"
 
 
 def token_digest(token: str) -> str:
@@ -56,6 +58,16 @@ class Caller:
     profile: Profile
     key: str
     token_sha256: str | None = field(default=None, compare=False, repr=False)   # to find its profile again
+
+    @staticmethod
+    def key_of(token: str | None, anonymous: str = "anonymous") -> str:
+        """How the audit and the activations name a client: "token:" and 8 hex digits of its token's digest."""
+        return f"token:{token_digest(token)[:8]}" if token else anonymous
+
+    @classmethod
+    def unbound(cls, key: str) -> Caller:
+        """A client whose token no profile knows: sees nothing, calls nothing."""
+        return cls(Profile(NO_PROFILE, see=()), key)
 
 
 class Policy:

@@ -23,7 +23,6 @@ from typing import Any
 
 from a2x_local.errors import A2XError
 from a2x_local.gateway import Caller, Gateway, GatewayError, ToolRef
-from a2x_local.gateway.policy import token_digest
 from a2x_local.serve.access import CALLER
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.errors import BadRequest
@@ -33,8 +32,6 @@ log = logging.getLogger("a2x_local.serve")
 MAX_CLIENTS = 1024     # clients whose activations are kept (the least recently active are forgotten first)
 WATCH_S = 1.0          # how often standing activations are checked against the registry and the gateway file
 CALL_PATH = re.compile(r"/v1/services/(?P<service>.+)/call")
-# The profile an audit row names for a caller the server could not bind to any (a token no profile knows).
-NO_PROFILE = "(none)"
 Notify = Callable[[], Awaitable[None]]
 
 
@@ -227,12 +224,11 @@ class Calling:
         found = CALL_PATH.fullmatch(path)
         if found is None:
             return
-        client = caller.key if caller is not None else (f"token:{token_digest(bearer)[:8]}" if bearer
-                                                        else "anonymous")
+        if caller is None:
+            caller = Caller.unbound(Caller.key_of(bearer or None))
         outcome = {401: "denied", 413: "too_large"}.get(status, "invalid")
-        self.gateway.record_refusal(profile=caller.profile.name if caller is not None else NO_PROFILE,
-                                    client=client, via="http", service_id=found.group("service"), outcome=outcome,
-                                    error=f"{code}: {message}")
+        self.gateway.record_refusal(profile=caller.profile.name, client=caller.key, via="http",
+                                    service_id=found.group("service"), outcome=outcome, error=f"{code}: {message}")
 
     def describe(self) -> dict[str, Any]:
         """For /healthz: the gateway file, its servers' live sessions, the audit's state."""
@@ -254,12 +250,10 @@ class StdioClient:
     def __init__(self, calling: Calling, token: str | None) -> None:
         self.calling = calling
         self.token = token
-        self.key = f"token:{token_digest(token)[:8]}" if token else "stdio"    # as the policy names this client
+        self.key = Caller.key_of(token, anonymous="stdio")    # as the policy names this client
         self.session: Any = None
 
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
-        from a2x_local.gateway.policy import Profile
-
         if self.session is None and getattr(ctx, "session", None) is not None:
             self.session = ctx.session
             self.calling.notifiers.append(self.session.send_tool_list_changed)
@@ -267,7 +261,7 @@ class StdioClient:
         if caller is None:
             if ctx.method != "initialize" and not ctx.method.startswith("notifications/"):
                 self._refuse(ctx)
-            caller = Caller(Profile(NO_PROFILE, see=()), self.key)       # sees nothing, calls nothing
+            caller = Caller.unbound(self.key)       # sees nothing, calls nothing
         CALLER.set(caller)
         return await call_next(ctx)
 
@@ -284,7 +278,9 @@ class StdioClient:
             service_id = str(arguments.get("service_id")) if name == "call_service" else (
                 activation.service_id if activation is not None else None)
             if service_id is not None:
-                self.calling.gateway.record_refusal(profile=NO_PROFILE, client=self.key, via="call_service" if
-                                                    name == "call_service" else "tool", service_id=service_id,
-                                                    outcome="denied", error=f"Unauthorized: {message}")
+                nobody = Caller.unbound(self.key)
+                self.calling.gateway.record_refusal(profile=nobody.profile.name, client=nobody.key,
+                                                    via="call_service" if name == "call_service" else "tool",
+                                                    service_id=service_id, outcome="denied",
+                                                    error=f"Unauthorized: {message}")
         raise MCPError(code=-32001, message=f"Unauthorized: {message}")
