@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import Any
 
 
 @dataclass(kw_only=True)
@@ -32,11 +31,6 @@ class AnswerCost(Cost):
     for. Searches, plans and the server's answers all carry these fields (under these JSON keys)."""
 
     rounds: int = 0
-
-    def cost_values(self, kind: type[AnswerCost] | None = None) -> dict[str, Any]:
-        """This object's values of the cost fields ``kind`` declares (default: `AnswerCost`'s), to build another
-        result from them: ``SearchAnswer(query, hits, ranked, **ledger.cost_values(SearchCost))``."""
-        return {item.name: getattr(self, item.name) for item in fields(kind or AnswerCost)}
 
     def add(self, other: AnswerCost) -> None:
         """Work done one after the other: tokens, calls and rounds add up."""

@@ -1,5 +1,6 @@
 """One cost type (a2x_local/costs.py) under every result: the fields are declared once, every result type derives
-from it, and its fields reach the JSON of each result under the same keys."""
+from it or carries it (a search answer's ``cost``), and its fields reach the JSON of each result under the same
+keys."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import dataclasses
 from pathlib import Path
 
 from a2x_local.compose import Plan
+from a2x_local.compose.method import compose_answer
+from a2x_local.compose.planner import Planned
 from a2x_local.compose.types import SadReport
 from a2x_local.costs import AnswerCost, Cost
 from a2x_local.llm.accounting import CallStats, Usage
 from a2x_local.search import SearchAnswer, SearchCost
 from a2x_local.search.llm.rounds import RoundRunner
-from a2x_local.serve.views import SearchResult, SearchResultCost
+from a2x_local.serve.views import SearchResult, SearchResultCost, search_result
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = {"prompt_tokens", "completion_tokens"}
@@ -22,7 +25,7 @@ TOKENS = {"prompt_tokens", "completion_tokens"}
 ONE_CALL = {("a2x_local/llm/types.py", "RawOutput"), ("a2x_local/llm/types.py", "Result"),
             ("a2x_local/llm/cache.py", "CachedAnswer")}
 # The server's search answer carries its cost (with detail "full") as a `SearchResultCost`.
-RESULTS = {SearchAnswer: AnswerCost, SearchResultCost: AnswerCost, Plan: AnswerCost, CallStats: Cost}
+RESULTS = {SearchResultCost: AnswerCost, Plan: AnswerCost, CallStats: Cost}
 
 
 def test_token_fields_are_declared_once():
@@ -44,6 +47,15 @@ def test_every_result_type_derives_from_the_cost_type():
     assert all(type(ledger) is SearchCost for ledger in RoundRunner(None, 2).ledgers)   # a query's share
 
 
+def test_a_search_answer_carries_its_cost_and_is_not_one():
+    assert not issubclass(SearchAnswer, Cost) and not hasattr(AnswerCost, "cost_values")
+    cost = next(item for item in dataclasses.fields(SearchAnswer) if item.name == "cost")
+    assert cost.type in (SearchCost, "SearchCost")
+    one, two = SearchAnswer("q", [], ranked=True), SearchAnswer("q", [], ranked=True)
+    one.cost.calls += 1
+    assert two.cost.calls == 0, "each answer has a cost of its own"
+
+
 def test_the_cost_fields_keep_their_json_keys():
     keys = {"calls", "prompt_tokens", "completion_tokens", "rounds"}
     assert {item.name for item in dataclasses.fields(AnswerCost)} == keys
@@ -63,11 +75,13 @@ def test_the_cost_fields_keep_their_json_keys():
 def test_costs_add_up_in_sequence_and_side_by_side():
     plan = Plan(request="r", decomposer="rule", method="bm25", steps=[], sad=SadReport(applied=False))
     plan.add(AnswerCost(calls=1, prompt_tokens=10, completion_tokens=2, rounds=1))
-    plan.add(AnswerCost.side_by_side([AnswerCost(calls=2, prompt_tokens=5, rounds=3),
-                                      SearchAnswer("q", [], ranked=False, calls=1, prompt_tokens=7, rounds=2)]))
-    assert plan.cost_values() == {"calls": 4, "prompt_tokens": 22, "completion_tokens": 2, "rounds": 4}
-    assert plan.model_dump()["prompt_tokens"] == 22 and plan.total_tokens == 24
-    answer = SearchAnswer("q", [], ranked=False, seconds=1.5, **plan.cost_values())
-    result = SearchResult(method="compose", query="q", hits=[], ranked=False,
-                          cost=SearchResultCost(**answer.cost_values(SearchCost), seconds=answer.seconds))
+    searched = SearchAnswer("q", [], ranked=False, cost=SearchCost(calls=1, prompt_tokens=7, rounds=2))
+    plan.add(AnswerCost.side_by_side([AnswerCost(calls=2, prompt_tokens=5, rounds=3), searched.cost]))
+    dumped = plan.model_dump()
+    assert {key: dumped[key] for key in ("calls", "prompt_tokens", "completion_tokens", "rounds")} == \
+        {"calls": 4, "prompt_tokens": 22, "completion_tokens": 2, "rounds": 4}
+    assert plan.total_tokens == 24
+    answer = compose_answer(Planned(plan, [], [], None), None)
+    assert (answer.cost.calls, answer.cost.prompt_tokens, answer.cost.rounds) == (4, 22, 4)
+    result = search_result("compose", None, answer, [], detail="full", next_cursor=None)
     assert result.model_dump()["cost"]["calls"] == 4 and result.model_dump()["cost"]["candidates_shown"] == 0

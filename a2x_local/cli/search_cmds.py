@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,7 +33,7 @@ from a2x_local.cli.tables import CUT, REST, Column, one_line, print_table
 from a2x_local.evaluation import EvaluationConfig
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
-from a2x_local.search import SearchAnswer, SearchCost, SearchRequest, make_method
+from a2x_local.search import SearchAnswer, SearchRequest, make_method
 
 # This module's commands; the composition root (cli/app.py) adds them to the application.
 commands = typer.Typer()
@@ -43,7 +44,7 @@ def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
         "query": answer.query,
         "hits": [{"rank": rank, "service_id": hit.service_id, "name": names.get(hit.service_id), "score": hit.score,
                   "path": hit.path} for rank, hit in enumerate(answer.hits, start=1)],
-        "ranked": answer.ranked, **answer.cost_values(SearchCost), "seconds": round(answer.seconds, 6),
+        "ranked": answer.ranked, **asdict(answer.cost), "seconds": round(answer.seconds, 6),
         "error": answer.error,
         **({"trace": answer.trace} if answer.trace is not None else {}),
     }
@@ -139,8 +140,8 @@ def _print_answer(answer: SearchAnswer, result: dict[str, Any], services: dict[s
     descriptions = {service_id: service.description for service_id, service in services.items()}
     print_hits(answer.query, result["hits"], descriptions)
     costs = f"{answer.seconds * 1000:.1f} ms"
-    if answer.calls:
-        costs += f", {answer.calls} model calls, {answer.prompt_tokens + answer.completion_tokens:,} tokens"
+    if answer.cost.calls:
+        costs += f", {answer.cost.calls} model calls, {answer.cost.total_tokens:,} tokens"
     console.print(f"[dim]{len(result['hits'])} results, {costs}[/dim]")
     if answer.error:
         console.print(f"[red]error:[/red] {shown(answer.error)}", highlight=False)

@@ -52,10 +52,10 @@ def trace_tree(answer: SearchAnswer) -> RichTree:
     if answer.trace is None:   # a retrieval method: its title would only say "?, -, 0 rounds"
         return RichTree(f"[bold]{escape(answer.query)}[/bold]  [dim]no trace: this method makes no model"
                         " decisions[/dim]")
-    trace = answer.trace
+    trace, cost = answer.trace, answer.cost
     title = (f"[bold]{escape(answer.query)}[/bold]  [dim]{escape(str(trace.get('method', '?')))},"
-             f" {escape(str(trace.get('mode', '-')))}, {answer.rounds} rounds, {answer.calls} calls,"
-             f" {answer.prompt_tokens:,} prompt + {answer.completion_tokens:,} completion tokens[/dim]")
+             f" {escape(str(trace.get('mode', '-')))}, {cost.rounds} rounds, {cost.calls} calls,"
+             f" {cost.prompt_tokens:,} prompt + {cost.completion_tokens:,} completion tokens[/dim]")
     root = RichTree(title)
     names: dict[str, str] = trace.get("names", {})
     decisions = {d["node"]: d for d in trace.get("decisions", [])}

@@ -20,7 +20,16 @@ from a2x_local.compose.opening import open_composer
 from a2x_local.compose.planner import Composer, Planned
 from a2x_local.llm import ENGINE_OPTION_NAMES, Engine, EngineName, EngineOptions
 from a2x_local.overrides import overrides_of
-from a2x_local.search import MODES, Hit, MethodSpec, ProgressFactory, SearchAnswer, SearchMethod, SearchRequest
+from a2x_local.search import (
+    MODES,
+    Hit,
+    MethodSpec,
+    ProgressFactory,
+    SearchAnswer,
+    SearchCost,
+    SearchMethod,
+    SearchRequest,
+)
 from a2x_local.settings import Settings
 
 RANKINGS_KEPT = 10   # per-step candidates an evaluation record keeps (per-step hit@1/5/10)
@@ -59,8 +68,10 @@ def compose_answer(planned: Planned, depth: int | None) -> SearchAnswer:
                          "step_rankings": [ids[:RANKINGS_KEPT] for ids in planned.rankings],
                          "sad_applied": plan.sad.applied, "sad_copy_rejected": plan.sad.copy_rejected},
              "plan": plan.model_dump(mode="json")}
+    cost = SearchCost()
+    cost.add(plan)   # the plan's calls, tokens and rounds; a plan has no descent to count
     return SearchAnswer(query=plan.request, hits=[Hit(service_id) for service_id in ranking], ranked=True,
-                        seconds=plan.seconds, trace=trace, error=plan.error, **plan.cost_values())
+                        seconds=plan.seconds, trace=trace, error=plan.error, cost=cost)
 
 
 class ComposeSearch(SearchMethod):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -92,7 +92,7 @@ class StepSearch:
         for work, texts in zip(works, texts_by_work, strict=True):
             mine = {text: answers.pop(text) for text in dict.fromkeys(texts) if text in answers}
             # The steps of one request were searched together: its rounds are the deepest search's, not the sum.
-            work.ledger.add(AnswerCost.side_by_side(mine.values()))
+            work.ledger.add(AnswerCost.side_by_side(answer.cost for answer in mine.values()))
             self.seen.update(mine)
 
     def retrieved(self, text: str, order: list[str] | None = None, named: Sequence[str] = ()) -> Retrieved:
@@ -349,7 +349,7 @@ class Composer:
         plan = Plan(request=work.request, decomposer=self.label, method=self.method_name, steps=assembly.steps,
                     edges=assembly.edges, groups=assembly.groups, services=assembly.services, sad=work.sad,
                     seconds=round(seconds, 6), notes=[*self.notes, *work.notes], error=error,
-                    **work.ledger.cost_values())
+                    **asdict(work.ledger))
         whole = search.seen[work.request].ids if len(queries) > 1 and work.request in search.seen else []
         shares = (confidence_shares(assembly.steps, bool(whole), self.config.share_floor)
                   if self.config.ranking_shares == "confidence" and len(assembly.steps) > 1 else None)

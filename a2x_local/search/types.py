@@ -57,8 +57,9 @@ class SearchCost(AnswerCost):
 
 
 @dataclass
-class SearchAnswer(SearchCost):
-    """A method's answer to one query, with what it cost."""
+class SearchAnswer:
+    """A method's answer to one query, with what it cost: ``cost`` holds the query's own share (an answer is not a
+    cost, so nothing copies cost fields between them)."""
 
     query: str
     hits: list[Hit]
@@ -66,6 +67,7 @@ class SearchAnswer(SearchCost):
     seconds: float = 0.0
     trace: dict[str, Any] | None = None
     error: str | None = None
+    cost: SearchCost = field(default_factory=SearchCost)
 
     @property
     def ids(self) -> list[str]:
@@ -74,7 +76,8 @@ class SearchAnswer(SearchCost):
 
 class SearchMethod(ABC):
     """Anything `a2x-local search`, `a2x-local eval` and the server can run. A method answers `search_batch`;
-    `describe` and `close` have defaults, so callers call them on every method and never probe for them."""
+    `describe`, `close` and `warm_up` have defaults, so callers call them on every method and never probe for
+    them."""
 
     name: str = "method"
     ranked: bool = True           # whether hits come best first (retrieval) or as a set the model chose
@@ -89,6 +92,10 @@ class SearchMethod(ABC):
 
     def close(self) -> None:
         """Release what the method holds (an engine it started, worker threads); nothing by default."""
+
+    def warm_up(self) -> None:
+        """Pay the first query's one-time costs now (a server preloading methods); nothing by default, so no
+        model is ever called for it."""
 
 
 @runtime_checkable

@@ -35,7 +35,7 @@ from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
 from a2x_local.llm import Engine
-from a2x_local.search import MethodSpec, Retriever, SearchMethod, make_method, method_names, method_spec
+from a2x_local.search import MethodSpec, SearchMethod, make_method, method_names, method_spec
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
 from a2x_local.serve.progress import Loading
@@ -176,13 +176,10 @@ class ServerState:
 
     @staticmethod
     def _warm_up(method: SearchMethod) -> None:
-        """One query through a preloaded retriever: the first one pays the first-run costs (the tokenizer's and
-        BLAS's start: 0.06-0.15 s against 0.014-0.05 s for the next ones on 2,014 services), which the first
-        client's search then does not."""
-        if not isinstance(method, Retriever):
-            return
+        """A preloaded method pays its first-run costs now (`SearchMethod.warm_up`: a retriever's first query),
+        so the first client's search does not."""
         try:
-            method.retrieve(["warm-up query"], 1)
+            method.warm_up()
         except Exception as exc:  # only a cost moved: the client's first search then pays it, or says what fails
             log.info("%s: warm-up query failed: %s: %s", method.name, type(exc).__name__, exc)
 

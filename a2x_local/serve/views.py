@@ -10,6 +10,7 @@ trace come only with ``detail: "full"``. Fields without a value are left out of 
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -258,7 +259,7 @@ def search_result(method: str, mode: str | None, answer: SearchAnswer, hits: lis
     trace = answer.trace or {}
     cost = None
     if detail == "full":
-        cost = SearchResultCost(**answer.cost_values(SearchCost), seconds=round(answer.seconds, 6))
+        cost = SearchResultCost(**asdict(answer.cost), seconds=round(answer.seconds, 6))
     return SearchResult(method=method, mode=trace.get("mode", mode), tree=trace.get("tree"), query=answer.query,
                         ranked=answer.ranked, hits=hits, next_cursor=next_cursor, cost=cost,
                         trace=answer.trace if detail == "full" else None, error=answer.error)

@@ -17,7 +17,7 @@ from a2x_local.errors import UserError
 from a2x_local.llm.types import Request
 from a2x_local.registry import Service
 from a2x_local.search.retrieval.similarity import Background
-from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchCost, SearchMethod, SearchRequest
 from a2x_local.testing import ScriptedEngine
 
 SERVICES = [Service(sid, "generic", name, f"{name} service") for sid, name in [
@@ -42,7 +42,8 @@ class StepMethod(SearchMethod):
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[SearchAnswer]:
         self.batches.append([r.query for r in requests])
         return [SearchAnswer(r.query, [Hit(i, 1.0) for i in TABLE.get(r.query, [])[: r.k]], ranked=True,
-                             prompt_tokens=self.tokens, calls=1 if self.tokens else 0) for r in requests]
+                             cost=SearchCost(prompt_tokens=self.tokens, calls=1 if self.tokens else 0))
+                for r in requests]
 
 
 def _steps(*tasks: str) -> str:

@@ -13,7 +13,7 @@ from a2x_local.evaluation.harness import RESULTS_FILE, EvaluationConfig, Registr
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.report import load_summary
 from a2x_local.evaluation.runner import compare_runs, plan_run, run_evaluation
-from a2x_local.search.types import Hit, SearchAnswer, SearchMethod, SearchRequest
+from a2x_local.search.types import Hit, SearchAnswer, SearchCost, SearchMethod, SearchRequest
 
 REGISTRY = RegistryInfo("test.duckdb", "f" * 64, frozenset("abcdefghij"))
 
@@ -42,8 +42,9 @@ class ScriptedMethod(SearchMethod):
             ids = ids[: request.k] if self.ranked and request.k else ids
             answers.append(SearchAnswer(
                 request.query, [Hit(i, 1.0 / (n + 1)) for n, i in enumerate(ids)], ranked=self.ranked,
-                prompt_tokens=self.tokens[0], completion_tokens=self.tokens[1], calls=2 if self.tokens[0] else 0,
-                candidates_shown=7 if self.tokens[0] else 0, seconds=0.01,
+                cost=SearchCost(prompt_tokens=self.tokens[0], completion_tokens=self.tokens[1],
+                                calls=2 if self.tokens[0] else 0, candidates_shown=7 if self.tokens[0] else 0),
+                seconds=0.01,
                 error="model refused" if request.query in self.failing else None))
         return answers
 

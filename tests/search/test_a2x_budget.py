@@ -48,7 +48,7 @@ def test_an_answer_choosing_everything_keeps_the_largest_children_without_a_rank
     assert root["overselected"] == [f"root/{k}" for k in range(1, 8)]
     assert set(root["overselected"]) <= set(root["pruned"])
     # Below, Domain8 offers 8 leaves (chosen all: cut to 5); Domain12's 12 likewise: one over-selection per node.
-    assert answer.overselected == 6
+    assert answer.cost.overselected == 6
     assert {d["node"] for d in answer.trace["decisions"] if d["overselected"]} == {"root"} | {
         f"root/{k}" for k in range(8, 13)}
     assert all(h.path[1] in {"root/8", "root/9", "root/10", "root/11", "root/12"} for h in answer.hits)
@@ -77,30 +77,32 @@ def test_a_model_that_behaves_gets_what_it_got_without_the_guards():
     guarded = A2XSearch(tree, services, ScriptedEngine(Oracle(tree, wanted)), descent_config()).search_batch(requests)
     plain = A2XSearch(tree, services, ScriptedEngine(Oracle(tree, wanted)), off).search_batch(requests)
     for a, b in zip(guarded, plain, strict=True):
-        assert a.ids == b.ids and (a.calls, a.prompt_tokens, a.rounds) == (b.calls, b.prompt_tokens, b.rounds)
-        assert a.overselected == a.budget_cut == a.truncated == 0
+        assert a.ids == b.ids and (a.cost.calls, a.cost.prompt_tokens, a.cost.rounds) == \
+            (b.cost.calls, b.cost.prompt_tokens, b.cost.rounds)
+        assert a.cost.overselected == a.cost.budget_cut == a.cost.truncated == 0
 
 
 def test_the_call_budget_bounds_a_query_and_says_what_it_left_out():
     unbounded, _ = _search(SelectEverything(), descent_config(max_calls_per_query=0))
     everything = unbounded.search("anything", mode="get_all")
-    assert everything.calls == 1 + 5 + 25 and everything.budget_cut == 0    # root, 5 domains, 5 leaves of each
+    # root, 5 domains, 5 leaves of each
+    assert everything.cost.calls == 1 + 5 + 25 and everything.cost.budget_cut == 0
     method, engine = _search(SelectEverything(), descent_config(max_calls_per_query=8))
     answer = method.search("anything", mode="get_all")
-    assert answer.calls == 8 and answer.budget_cut == 2 + 11
+    assert answer.cost.calls == 8 and answer.cost.budget_cut == 2 + 11
     # The descent spends at most half: the root and the three largest kept domains; their 15 leaves' lists then
     # share what is left (4 of them).
     assert engine.usage.by_label["descend"].calls == 4 and engine.usage.by_label["select"].calls == 4
     cut = answer.trace["budget_cut"]
     assert cut["nodes"] and cut["lists"] and set(cut["nodes"]).isdisjoint(answer.trace["visited"])
-    assert answer.budget_cut == len(cut["nodes"]) + len(cut["lists"])
+    assert answer.cost.budget_cut == len(cut["nodes"]) + len(cut["lists"])
     assert answer.ids                                       # what was reached was still selected from
 
 
 def test_the_token_budget_bounds_a_query():
     method, engine = _search(SelectEverything(), descent_config(max_prompt_tokens_per_query=3000))
     answer = method.search("anything", mode="get_all")
-    assert 0 < answer.prompt_tokens <= 3000 and answer.budget_cut > 0
+    assert 0 < answer.cost.prompt_tokens <= 3000 and answer.cost.budget_cut > 0
     assert engine.usage.by_label["descend"].prompt_tokens <= 1500
 
 
@@ -126,8 +128,8 @@ def test_a_model_that_writes_on_is_cut_off_counted_and_bounded():
                        descent_config())
     answer = method.search("q", mode="get_all")
     # Every answer ran past its budget: cut off, retried once with a larger budget, cut off again.
-    assert answer.truncated == answer.calls > 0 and answer.error is not None
-    assert answer.calls <= 2 * 8                         # two attempts per call, a walk of a few nodes
+    assert answer.cost.truncated == answer.cost.calls > 0 and answer.error is not None
+    assert answer.cost.calls <= 2 * 8                         # two attempts per call, a walk of a few nodes
 
 
 def test_a_model_that_chooses_by_position_is_counted_and_shuffled_options_spread_it():
@@ -135,8 +137,8 @@ def test_a_model_that_chooses_by_position_is_counted_and_shuffled_options_spread
     method, _ = _search(FirstOption())
     answers = method.search_batch([SearchRequest(q, mode="get_one") for q in queries])
     assert {tuple(a.ids) for a in answers} == {("s1_1_0",)}       # every walk down the first branch
-    assert all(a.first_choices == a.choices > 0 for a in answers)
-    assert all(a.uniform_first < a.choices for a in answers)
+    assert all(a.cost.first_choices == a.cost.choices > 0 for a in answers)
+    assert all(a.cost.uniform_first < a.cost.choices for a in answers)
     shuffled, _ = _search(FirstOption(), descent_config(option_order="shuffled"))
     spread = shuffled.search_batch([SearchRequest(q, mode="get_one") for q in queries])
     assert len({tuple(a.ids) for a in spread}) >= 4

@@ -111,12 +111,12 @@ def test_direct_selection_skips_the_descent_of_small_subtrees():
     assert descents == ["root"]
     offered = [s for g in answer.trace["selection"] for s in g["services"]]
     assert offered == ["t0", "f1", "f2", "f3", "h1", "h2"]
-    assert answer.hits[0].path == ["root", "root/1"] and answer.rounds == 2
+    assert answer.hits[0].path == ["root", "root/1"] and answer.cost.rounds == 2
     # Off, the same query takes a descent round more and sees only the hotels and Travel's own service.
     plain = A2XSearch(tree, sample_services(), ScriptedEngine(Oracle(tree, wanted)),
                       LlmSearchConfig.defaults(merge_threshold=0, direct_select_below=0,
                                                other_services_child="root")).search("hotel tonight")
-    assert plain.rounds == 3 and plain.trace["direct"] == []
+    assert plain.cost.rounds == 3 and plain.trace["direct"] == []
     assert {s for g in plain.trace["selection"] for s in g["services"]} == {"t0", "h1", "h2"}
 
 
@@ -125,7 +125,7 @@ def test_a_leaf_is_never_selected_directly_and_placement_descends_every_level(db
     oracle = Oracle(tree, {"hotel tonight": {"h1"}})
     answer = A2XSearch(tree, sample_services(), ScriptedEngine(oracle),
                        LlmSearchConfig.defaults(direct_select_below=100)).search("hotel tonight")
-    assert answer.trace["direct"] == ["root"] and answer.ids == ["h1"] and answer.rounds == 1
+    assert answer.trace["direct"] == ["root"] and answer.ids == ["h1"] and answer.cost.rounds == 1
     # Placement files a service by its descent decisions, so it never stops early.
     settings = load_settings(db=db_path)
     walks = descend_tree(settings, tree, ScriptedEngine(Oracle(tree, {"hotel tonight": {"h1"}})),

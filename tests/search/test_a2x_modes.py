@@ -36,7 +36,7 @@ def test_get_all_takes_every_chosen_child_and_service_without_a_cap():
     answer = method.search("everything late", mode="get_all")
     root = answer.trace["decisions"][0]
     assert len(root["selected"]) == 8 and not root["capped"]
-    assert set(answer.ids) == WANTED["everything late"] and answer.capped == 0
+    assert set(answer.ids) == WANTED["everything late"] and answer.cost.capped == 0
     # The regex allows every position, and no prompt mentions a cap.
     descend = oracle.seen[0]
     assert re.fullmatch(descend.constraint.pattern, ",".join(str(k) for k in range(1, 13)))
@@ -55,13 +55,13 @@ def test_a_cap_asks_for_the_most_relevant_first_and_every_capped_answer_is_count
     [selection] = answer.trace["selection"]
     assert selection["capped"] and len(selection["selected"]) == 1
     # One capped descent answer and one capped selection answer: counted in the answer and visible in the trace.
-    assert answer.capped == 2 and len(answer.ids) == 1
+    assert answer.cost.capped == 2 and len(answer.ids) == 1
 
 
 def test_a_cap_the_list_does_not_reach_is_no_cap():
     method, oracle = _wide(descent_config(max_children_selected=50))
     answer = method.search("everything late")
-    assert "at most" not in oracle.seen[0].messages[0]["content"] and answer.capped == 0
+    assert "at most" not in oracle.seen[0].messages[0]["content"] and answer.cost.capped == 0
 
 
 def test_get_important_descends_for_recall_and_selects_strictly():

@@ -43,7 +43,7 @@ def test_a_packed_search_makes_fewer_selection_calls_and_finds_the_same():
         oracle = Oracle(tree, {query: {"f2", "w1"}})
         config = descent_config(merge_threshold=0, pack_groups=packed, prerank_min=0)
         answer = A2XSearch(tree, sample_services(), ScriptedEngine(oracle), config).search(query)
-        found[packed] = (sorted(answer.ids), len(answer.trace["selection"]), answer.prompt_tokens)
+        found[packed] = (sorted(answer.ids), len(answer.trace["selection"]), answer.cost.prompt_tokens)
     assert found[True][0] == found[False][0] and found[True][0]
     assert found[True][1] == 1 < found[False][1]
     assert found[True][2] < found[False][2]

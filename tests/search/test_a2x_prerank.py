@@ -88,9 +88,10 @@ def test_the_rest_is_offered_in_one_more_round_only_to_queries_that_chose_nothin
     assert [(g["call"], g["services"]) for g in badly.trace["selection"]] == [
         ("select", ["s9", "s8", "s7"]), ("select_rest", ["s0", "s1", "s2", "s3", "s4", "s5", "s6"])]
     # The extra round is counted: its call, its tokens, its round, the candidates it showed.
-    assert engine.usage.by_label["select_rest"].calls == 1 and badly.rounds == well.rounds + 1
-    assert badly.calls == well.calls + 1 and badly.candidates_shown == 10 and well.candidates_shown == 3
-    assert sum(a.prompt_tokens for a in answers) == engine.usage.total().prompt_tokens
+    assert engine.usage.by_label["select_rest"].calls == 1 and badly.cost.rounds == well.cost.rounds + 1
+    assert badly.cost.calls == well.cost.calls + 1
+    assert badly.cost.candidates_shown == 10 and well.cost.candidates_shown == 3
+    assert sum(a.cost.prompt_tokens for a in answers) == engine.usage.total().prompt_tokens
     # One retrieval call for the whole batch.
     assert retriever.calls == [(2, descent_config().prerank_depth)]
 
@@ -123,7 +124,7 @@ def test_get_one_takes_the_rest_then_falls_back_as_before():
     # Nothing picked from the shown two nor from the rest: get_important over everything offered, one round later.
     assert calls == [("select", "get_one", 2), ("select_rest", "get_one", 8), ("select_fallback", "get_important", 2),
                      ("select_fallback", "get_important", 8)]
-    assert fallback.ids == ["s3"] and fallback.rounds == found.rounds + 1
+    assert fallback.ids == ["s3"] and fallback.cost.rounds == found.cost.rounds + 1
 
 
 def test_without_a_ranker_or_with_pre_ranking_off_groups_are_shown_whole():

@@ -87,17 +87,17 @@ def test_accounting_per_query_adds_up_to_the_engine_totals():
     method, engine, _ = _method({"invalid_once": [("pay a bill", "root/3")]})
     answers = method.search_batch([SearchRequest(q) for q in WANTED])
     total = engine.usage.total()
-    assert sum(a.prompt_tokens for a in answers) == total.prompt_tokens > 0
-    assert sum(a.completion_tokens for a in answers) == total.completion_tokens > 0
-    assert sum(a.calls for a in answers) == total.calls
+    assert sum(a.cost.prompt_tokens for a in answers) == total.prompt_tokens > 0
+    assert sum(a.cost.completion_tokens for a in answers) == total.completion_tokens > 0
+    assert sum(a.cost.calls for a in answers) == total.calls
     assert total.retries == 1
     by_query = {a.query: a for a in answers}
     assert by_query["pay a bill"].ids == ["p1"]
     # root + Finance (+1 retry round) + selection; "anything at all" chooses only the root's own services, so
     # its walk ends at the root.
-    assert by_query["pay a bill"].rounds == 4 and by_query["buy shares"].rounds == 3
-    assert by_query["anything at all"].rounds == 2
-    assert by_query["hotel tonight"].candidates_shown == 1 + 2  # t0, Hotels (no merging here)
+    assert by_query["pay a bill"].cost.rounds == 4 and by_query["buy shares"].cost.rounds == 3
+    assert by_query["anything at all"].cost.rounds == 2
+    assert by_query["hotel tonight"].cost.candidates_shown == 1 + 2  # t0, Hotels (no merging here)
 
 
 def test_a_batch_is_one_engine_call_per_level_then_one_for_all_groups():
@@ -106,7 +106,7 @@ def test_a_batch_is_one_engine_call_per_level_then_one_for_all_groups():
     depth = max(node.depth for node in method.tree.walk())
     assert len(engine.batches) == depth + 1
     assert engine.batches[0] == len(WANTED)
-    assert all(a.rounds <= depth + 1 for a in answers)
+    assert all(a.cost.rounds <= depth + 1 for a in answers)
     assert [set(a.ids) for a in answers] == list(WANTED.values())
 
 
@@ -116,8 +116,8 @@ def test_results_are_identical_across_runs():
     requests = [SearchRequest(q, mode=m) for q in WANTED for m in ("get_all", "get_one")]
     one = first.search_batch(requests)
     two = second.search_batch(requests)
-    assert [(a.ids, a.trace, a.prompt_tokens, a.calls) for a in one] == \
-        [(a.ids, a.trace, a.prompt_tokens, a.calls) for a in two]
+    assert [(a.ids, a.trace, a.cost.prompt_tokens, a.cost.calls) for a in one] == \
+        [(a.ids, a.trace, a.cost.prompt_tokens, a.cost.calls) for a in two]
     # The exact answers, worked out by hand from the tree and the oracle (get_one descends into one category per
     # level, the first of equally good ones, and the oracle picks the last wanted service it is offered): an
     # order that hung on hashing or set order would fail here.
@@ -145,7 +145,7 @@ def test_group_cap_splits_selection_prompts():
                                                                 other_services_child="root"))
     answer = method.search("book a flight and check the rain")
     sizes = [len(g["services"]) for g in answer.trace["selection"]]
-    assert max(sizes) <= 2 and sum(sizes) == answer.candidates_shown == 1 + 3 + 4
+    assert max(sizes) <= 2 and sum(sizes) == answer.cost.candidates_shown == 1 + 3 + 4
     assert engine.batches[-1] == len(sizes)  # all parts in one round
     assert answer.ids == ["f2", "w1"]
 
@@ -157,7 +157,7 @@ def test_a_prompt_token_budget_halves_groups_until_they_fit():
     answer = method.search("book a flight and check the rain")
     selects = [r for r in oracle.seen if r.label == "select"]
     assert len(selects) > 1 and all(engine.count_prompt_tokens(r.messages) <= 230 for r in selects)
-    assert sum(len(r.context["options"]) for r in selects) == answer.candidates_shown == 8
+    assert sum(len(r.context["options"]) for r in selects) == answer.cost.candidates_shown == 8
     assert answer.ids == ["f2", "w1"]
 
 
@@ -169,7 +169,7 @@ def test_get_one_descends_into_one_category_per_level_and_answers_once():
     assert all(r.context["max_items"] == 1 for r in descents)
     assert all(len(d["selected"]) == 1 for d in answer.trace["decisions"])
     assert "select_final" not in engine.usage.by_label and len(answer.trace["selection"]) == 1
-    assert answer.ids == ["f2"] and answer.rounds == 3
+    assert answer.ids == ["f2"] and answer.cost.rounds == 3
     # The descent prompt asks for ONE sub-category by what the service does, with the boundaries shown (every
     # one at overlap 0; by default only between siblings that share services).
     system, user = descents[0].messages[0]["content"], descents[0].messages[1]["content"]
@@ -263,7 +263,7 @@ def test_a_one_node_tree_goes_straight_to_selection():
     engine = ScriptedEngine(Oracle(tree, {"q": {"p1"}}))
     method = A2XSearch(tree, sample_services(), engine, descent_config())
     answer = method.search("q")
-    assert answer.ids == ["p1"] and answer.rounds == 1 and answer.trace["decisions"] == []
+    assert answer.ids == ["p1"] and answer.cost.rounds == 1 and answer.trace["decisions"] == []
     assert engine.batches == [1]
     assert method.search_batch([]) == []
 
@@ -278,7 +278,7 @@ def test_a_query_whose_model_calls_all_failed_carries_an_error():
     answer = method.search("book a flight")
     # The root's failed answer falls back into Finance, whose answer fails too; g1 (the root's own, no option of
     # its own here) is offered and that selection call fails as well.
-    assert answer.ids == [] and answer.calls > 0
+    assert answer.ids == [] and answer.cost.calls > 0
     assert answer.error is not None and answer.error.startswith("all 1 selection calls failed")
     # No group reached at all: the descent's failures are the error.
     from tests.search.a2x_helpers import make_tree

@@ -56,4 +56,4 @@ def test_a_chinese_registry_builds_and_answers_chinese_queries(tmp_path, vllm_en
         assert len(answers) == len(QUERIES)
         for answer in answers:
             assert answer.error is None and set(answer.ids) <= known
-            assert answer.calls >= 1 and answer.prompt_tokens > 0
+            assert answer.cost.calls >= 1 and answer.cost.prompt_tokens > 0

@@ -31,15 +31,15 @@ def test_every_service_in_one_prompt_and_the_answer_maps_back_to_ids():
     assert request.messages[1]["content"].count("\n") >= len(services)
     assert re.fullmatch(request.constraint.pattern, str(len(services)))
     assert not re.fullmatch(request.constraint.pattern, str(len(services) + 1))
-    assert all(a.candidates_shown == len(services) and a.calls == 1 and a.rounds == 1 for a in answers)
-    assert sum(a.prompt_tokens for a in answers) == engine.usage.total().prompt_tokens
-    assert answers[0].prompt_tokens == method.prompt_tokens("q1")
+    assert all(a.cost.candidates_shown == len(services) and a.cost.calls == 1 and a.cost.rounds == 1 for a in answers)
+    assert sum(a.cost.prompt_tokens for a in answers) == engine.usage.total().prompt_tokens
+    assert answers[0].cost.prompt_tokens == method.prompt_tokens("q1")
 
 
 def test_get_one_falls_back_when_nothing_is_picked():
     method, _, _, _ = _full({"q": {"h2", "w3"}}, one_none=True)
     answer = method.search_batch([SearchRequest("q", mode="get_one")])[0]
-    assert answer.ids == ["h2"] and answer.rounds == 2
+    assert answer.ids == ["h2"] and answer.cost.rounds == 2
     assert [c["call"] for c in answer.trace["selection"]] == ["full", "full_fallback"]
 
 

@@ -18,7 +18,7 @@ from a2x_local.search.methods import (
     register_method,
     unregister_method,
 )
-from a2x_local.search.types import SearchAnswer, SearchRequest
+from a2x_local.search.types import SearchAnswer, SearchCost, SearchRequest
 from a2x_local.settings import Settings
 
 # Each query shares words with its service (for BM25) and means the same (for dense).
@@ -40,7 +40,7 @@ def test_each_retriever_finds_the_obvious_service(settings: Settings, name: str)
         assert len(answer.ids) <= 3 and len(set(answer.ids)) == len(answer.ids)
         scores = [hit.score for hit in answer.hits]
         assert scores == sorted(scores, reverse=True)
-        assert answer.calls == 0 and answer.prompt_tokens == 0 and answer.seconds > 0
+        assert answer.cost.calls == 0 and answer.cost.prompt_tokens == 0 and answer.seconds > 0
 
 
 def test_hybrid_is_the_fusion_of_the_two_rankings(settings: Settings) -> None:
@@ -93,7 +93,7 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
             self.model = model
 
         def search_batch(self, requests):
-            return [SearchAnswer(r.query, [], ranked=False, calls=1) for r in requests]
+            return [SearchAnswer(r.query, [], ranked=False, cost=SearchCost(calls=1)) for r in requests]
 
     spec = MethodSpec("echo", "test method", EchoOptions, lambda s, db, opts, progress: Echo(opts.model),
                       engine="none", cost="llm", modes=("get_all",))
@@ -101,7 +101,7 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
     try:
         assert "echo" in method_names()
         method = make_method("echo", settings, model="tiny")
-        assert method.model == "tiny" and method.search_batch([SearchRequest("q")])[0].calls == 1
+        assert method.model == "tiny" and method.search_batch([SearchRequest("q")])[0].cost.calls == 1
         with pytest.raises(ValueError):
             register_method(spec)
         with pytest.raises(UserError, match="not a retriever"):

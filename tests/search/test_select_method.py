@@ -37,16 +37,16 @@ def test_the_model_selects_among_the_retrieved_top_k_in_rank_order():
     # p1 is correct for q1 but ranked 5th, outside the top 4: the model never sees it.
     assert [a.ids for a in answers] == [["w3", "w1"], ["p1"]]
     assert oracle.seen[0].context["options"] == ["w3", "f1", "w1", "h2"]
-    assert [a.candidates_shown for a in answers] == [4, 2]
+    assert [a.cost.candidates_shown for a in answers] == [4, 2]
     assert answers[0].trace["retrieved"] == ["w3", "f1", "w1", "h2"]
     assert engine.batches == [2]
-    assert sum(a.calls for a in answers) == engine.usage.total().calls == 2
+    assert sum(a.cost.calls for a in answers) == engine.usage.total().calls == 2
 
 
 def test_a_query_with_nothing_retrieved_costs_no_call():
     method, engine, _, _ = _select({"q": {"w1"}, "other": {"w1"}}, {"other": ["w1"]})
     answer = method.search_batch([SearchRequest("q"), SearchRequest("other")])
-    assert answer[0].ids == [] and answer[0].calls == 0 and answer[1].ids == ["w1"]
+    assert answer[0].ids == [] and answer[0].cost.calls == 0 and answer[1].ids == ["w1"]
     assert engine.batches == [1]
 
 
@@ -55,7 +55,7 @@ def test_a_large_top_k_is_split_by_the_group_cap():
     method, engine, _, _ = _select({"q": {ids[-1], ids[0]}}, {"q": ids}, select_top_k=len(ids), group_cap=10)
     answer = method.search_batch([SearchRequest("q")])[0]
     assert sorted(answer.ids) == sorted([ids[0], ids[-1]])
-    assert engine.batches == [2] and answer.rounds == 1 and answer.candidates_shown == len(ids)
+    assert engine.batches == [2] and answer.cost.rounds == 1 and answer.cost.candidates_shown == len(ids)
 
 
 def test_a_failed_selection_is_an_error_and_nothing_retrieved_is_not():
@@ -64,4 +64,4 @@ def test_a_failed_selection_is_an_error_and_nothing_retrieved_is_not():
                             LlmSearchConfig.defaults())
     failed, empty = method.search_batch([SearchRequest("q"), SearchRequest("nothing")])
     assert failed.ids == [] and failed.error is not None and "selection calls failed" in failed.error
-    assert empty.calls == 0 and empty.error is None
+    assert empty.cost.calls == 0 and empty.error is None

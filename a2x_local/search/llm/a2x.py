@@ -43,7 +43,7 @@ class A2XSearch(SearchMethod):
     def __init__(self, tree: Tree, services: Mapping[str, Service], engine: Engine, config: LlmSearchConfig, *,
                  rescue: Retriever | None = None, ranker: Retriever | None = None, name: str | None = None,
                  stale: Staleness | None = None,
-                 fallback_ranker: Retriever | Callable[[], Retriever | None] | None = None) -> None:
+                 fallback_ranker: Callable[[], Retriever | None] | None = None) -> None:
         missing = sorted(tree.service_ids() - set(services))
         if missing:
             raise ValueError(f"the tree names {len(missing)} services the registry lacks, e.g. {missing[0]!r}")
@@ -56,7 +56,8 @@ class A2XSearch(SearchMethod):
         self.ranker = ranker if config.prerank_min else None
         # What orders a budget's or an over-selection's choice when neither pre-ranking nor the rescue retrieves
         # (a function makes it on first need: the indexes load only for a model that decides badly).
-        self.fallback_ranker = self.ranker or rescue or fallback_ranker
+        given = self.ranker or rescue
+        self.fallback_ranker = (lambda: given) if given is not None else fallback_ranker
         self.stale = stale
         # A pre-ranked list describes a few services and names the rest, so it may hold more of them.
         named = self.ranker is not None and config.prerank_rest == "names"

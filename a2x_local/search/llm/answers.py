@@ -38,4 +38,4 @@ def make_answer(request: SearchRequest, hits: list[Hit], ledger: SearchCost, sec
                 trace: dict[str, Any], error: str | None = None) -> SearchAnswer:
     """A SearchAnswer carrying the query's own share of model calls, tokens and rounds."""
     return SearchAnswer(query=request.query, hits=hits, ranked=False, seconds=seconds, trace=trace, error=error,
-                        **ledger.cost_values(SearchCost))
+                        cost=ledger)

@@ -105,6 +105,6 @@ class RetrieveSelect(SearchMethod):
         return _answers(self.name, requests, modes, self.selector.select(jobs, runner), runner, started, extra)
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "retriever": getattr(self.retriever, "name", "?"),
+        return {"method": self.name, "retriever": self.retriever.name,
                 "top_k": self.config.select_top_k, "engine": self.engine.describe(),
                 "config": self.config.model_dump(), "prompts": prompt_hash()[:16]}

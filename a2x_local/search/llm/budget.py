@@ -35,22 +35,21 @@ DESCENT_SHARE = 0.5
 class Ranking:
     """Per query, where each service stands in the hybrid retriever's ranking for it (0 = best), fetched on demand.
 
-    ``ranker`` is a retriever or a function that makes one when first needed (None when retrieval is not
-    installed, or not wanted); ``depth`` services are ranked per query, the others come after them.
+    ``ranker`` is a function that gives the retriever when first needed (so the indexes load only for a query
+    that needs them) or None when retrieval is not installed, or not wanted; it may give None too. ``depth``
+    services are ranked per query, the others come after them.
     """
 
-    def __init__(self, ranker: Retriever | Callable[[], Retriever | None] | None, depth: int) -> None:
-        self._ranker = ranker
-        self._made = not callable(ranker) or isinstance(ranker, Retriever)
+    def __init__(self, ranker: Callable[[], Retriever | None] | None, depth: int) -> None:
+        self._factory = ranker
+        self._ranker: Retriever | None = None
         self.depth = depth
         self._positions: dict[str, dict[str, int]] = {}
 
     def _retriever(self) -> Retriever | None:
-        if not self._made:
-            factory = self._ranker
-            self._ranker = factory() if callable(factory) else None
-            self._made = True
-        return self._ranker  # type: ignore[return-value]
+        if self._factory is not None:
+            self._ranker, self._factory = self._factory(), None
+        return self._ranker
 
     def add(self, queries: Sequence[str], ranked: Sequence[Sequence[Hit]]) -> None:
         """Rankings a caller already has (a2x's pre-ranking and rescue retrieve before the descent)."""

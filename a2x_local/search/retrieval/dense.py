@@ -74,7 +74,7 @@ class Embedder:
     @property
     def query_runtime(self) -> str:
         """Which runtime encodes queries ("numpy" or the model's backend), for describe()."""
-        return str(getattr(self.query_model, "runtime", self.ref.backend))
+        return self.query_model.runtime
 
     @property
     def dimension(self) -> int:
