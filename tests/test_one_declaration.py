@@ -7,6 +7,7 @@ command line, above 0 in the models), and the LLM methods' options copied [searc
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,23 @@ from a2x_local.llm.config import EngineConfig, OpenAIConfig
 from a2x_local.overrides import field_bounds
 from a2x_local.search import MethodFlags, method_names, method_spec
 from a2x_local.settings import table_models
+from tests.test_cli_numeric_bounds import bounds_of, numeric_params
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "a2x_local"
-# Where per-run options and flags are declared: none of these may write a bound of its own.
-DECLARING = ["llm/options.py", "search/flags.py", "search/llm/methods.py", "search/retrieval/methods.py",
-             "compose/method.py", "cli/options.py", "cli/build_cmds.py"]
+# Where per-run options, flags and alias settings are declared: a bound written in one of them restates a setting's,
+# except on the declarations of `OWN_BOUNDS`, which override no setting (their names are no table's key).
+DECLARING = ["llm/options.py", "llm/models.py", "search/flags.py", "search/llm/methods.py",
+             "search/retrieval/methods.py", "compose/method.py", "cli/options.py",
+             *sorted(str(path.relative_to(PACKAGE)) for path in (PACKAGE / "cli").glob("*_cmds.py"))]
+OWN_BOUNDS = {
+    "llm/models.py": {"gpu_memory_gb"},                              # what an alias's weights need: no [engine] key
+    "cli/eval_cmds.py": {"k", "limit", "held_out"},                  # a run's answer size, its first N, the split
+    "cli/gateway_cmds.py": {"limit"},
+    "cli/registry_cmds.py": {"limit", "offset"},
+    "cli/tree_cmds.py": {"TreeIdOption", "TreeIdArgument", "depth", "base", "a", "b"},
+}
+BOUND_KEYWORDS = {"ge", "gt", "le", "lt", "min", "max"}
 # Options named otherwise than the key they override.
 RENAMED = {"engine": "name", "params": "text_params", "body": "text_body"}
 
@@ -86,12 +98,65 @@ def test_options_refuse_what_the_table_refuses():
     assert field_bounds(compose["candidates"]) == {"ge": 1, "le": 100}
 
 
+def _written(value: ast.expr) -> bool:
+    """A bound written by hand: a number (-1 too) or a named constant, not one read from a field."""
+    if isinstance(value, ast.UnaryOp):
+        value = value.operand
+    return isinstance(value, ast.Name) or (isinstance(value, ast.Constant) and isinstance(value.value, int | float))
+
+
+def _written_bounds(source: str) -> list[tuple[str, int]]:
+    """(the parameter, field or name declared, line) of every hand-written bound in a module's source."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(k.arg in BOUND_KEYWORDS and _written(k.value) for k in node.keywords):
+            owner: ast.AST | None = node
+            while owner is not None and not isinstance(owner, ast.arg | ast.AnnAssign | ast.Assign):
+                owner = parents.get(owner)
+            target = (owner.target if isinstance(owner, ast.AnnAssign) else owner.targets[0]
+                      if isinstance(owner, ast.Assign) else None)
+            name = owner.arg if isinstance(owner, ast.arg) else getattr(target, "id", "?")
+            found.append((name, node.lineno))
+    return found
+
+
 def test_no_declaring_module_writes_a_bound_of_its_own():
-    pattern = re.compile(r"\b(ge|gt|le|lt|min|max)\s*=\s*-?\d")
-    found = [f"{path}:{number}: {line.strip()}" for path in DECLARING
-             for number, line in enumerate((PACKAGE / path).read_text(encoding="utf-8").splitlines(), 1)
-             if pattern.search(line)]
-    assert found == [], "bounds belong to the configuration models:\n" + "\n".join(found)
+    found = {path: _written_bounds((PACKAGE / path).read_text(encoding="utf-8")) for path in DECLARING}
+    restated = [f"{path}:{line}: {name}" for path, bounds in found.items() for name, line in bounds
+                if name not in OWN_BOUNDS.get(path, set())]
+    assert restated == [], "bounds belong to the configuration models:\n" + "\n".join(restated)
+    for path, names in OWN_BOUNDS.items():   # the exceptions stay true: still there, and no setting's name
+        assert names == {name for name, _ in found[path]}, path
+    keys = {key for model in (EngineConfig, OpenAIConfig, *table_models().values()) for key in model.model_fields}
+    assert not {name for names in OWN_BOUNDS.values() for name in names} & keys
+
+
+def test_the_check_finds_a_restated_bound():
+    """What `compose --k` wrote before it took `[compose] candidates`' bounds."""
+    source = ('def f(k: Annotated[int | None, typer.Option("--k", min=1, max=100)] = None): ...\n'
+              "class Alias(BaseModel):\n    max_model_len: int | None = Field(None, ge=16, le=-1)\n"
+              "class Generated(BaseModel):\n    n: int = Field(**bounds)\nflag = Option(min=bounds.get('ge'))\n")
+    assert sorted(_written_bounds(source)) == [("k", 1), ("max_model_len", 3)]
+
+
+def test_a_flag_that_overrides_a_setting_takes_its_bounds():
+    """A numeric flag whose help names its default's key (`default: \\[compose] candidates`) is that key's override:
+    `compose --k` and `--alpha`, `search --k`, `serve --port` and `eval --batch-size` wrote their own."""
+    models = {**table_models(), "engine": EngineConfig, "engine.openai": OpenAIConfig}
+    pattern = re.compile(r"default:[^)]*?\\?\[([\w.]+)\] (\w+)")
+    checked = set()
+    for where, param in numeric_params().items():
+        named = pattern.search(param.help or "")
+        if named is None:
+            continue
+        table, key = named.groups()
+        bounds = field_bounds(models[table].model_fields[key])
+        assert bounds_of(param) == (bounds.get("ge", bounds.get("gt")), bounds.get("le", bounds.get("lt"))), where
+        checked.add(where)
+    assert {"compose --k", "compose --alpha", "search --k", "serve --port", "eval --batch-size",
+            "eval compare-presets --batch-size", "nightly --keep"} <= checked
 
 
 def _engine_commands() -> dict[str, Any]:

@@ -12,6 +12,7 @@ from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
+    config_flag,
     query_texts,
     settings_for,
     with_engine_options,
@@ -30,9 +31,12 @@ from a2x_local.compose import DECOMPOSERS, Plan, open_composer
 from a2x_local.errors import UserError
 from a2x_local.evaluation import EvaluationConfig
 from a2x_local.llm import EngineOptions
+from a2x_local.settings import table_models
 
 # This module's commands; the composition root (cli/app.py) adds them to the application.
 commands = typer.Typer()
+
+_COMPOSE = table_models()["compose"]   # --k and --alpha take its fields' bounds
 
 
 @commands.command("compose")
@@ -44,8 +48,8 @@ def compose_command(
                                                   show_default=False)] = None,
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Plan every request of a file instead "
                                                  "(.txt one per line, or JSON/JSONL with a 'query' field).")] = None,
-    k: Annotated[int | None, typer.Option("--k", "-k", min=1, max=100, help="Candidates kept per step: the choice "
-                                          "and its alternatives (default: \\[compose] candidates).")] = None,
+    k: config_flag(_COMPOSE, "candidates", "--k", "-k", help="Candidates kept per step: the choice and its "
+                   "alternatives (default: \\[compose] candidates).", show_default=False) = None,
     sad: Annotated[bool | None, typer.Option("--sad/--no-sad", help="Skill-aware re-decomposition: show the model "
                                              "the services a first search found, then decompose again (default: "
                                              "\\[compose] sad; model decomposer only).", show_default=False)] = None,
@@ -55,8 +59,8 @@ def compose_command(
                                                    help="Who splits the request: a model, the rules, or auto "
                                                    "(the model when one is installed; default: \\[compose] "
                                                    "decomposer).", show_default=False)] = None,
-    alpha: Annotated[float | None, typer.Option("--alpha", min=0.0, max=1.0, help="Weight of similarity against "
-                                                "compatibility when choosing a step's service.")] = None,
+    alpha: config_flag(_COMPOSE, "alpha", "--alpha", help="Weight of similarity against compatibility when "
+                       "choosing a step's service (default: \\[compose] alpha).", show_default=False) = None,
     rerank: Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Let the model re-order each step's "
                                                 "candidates (one constrained call for all steps; needs --model; "
                                                 "default: \\[compose] rerank).", show_default=False)] = None,

@@ -12,6 +12,7 @@ from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
+    config_flag,
     settings_for,
     with_engine_options,
     with_method_options,
@@ -72,7 +73,8 @@ def eval_command(
     out: Annotated[Path | None, typer.Option("--out", help="Run folder (default: runs/<queries>-<method>-<hash>;"
                                              " the same settings resume the same folder).")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Discard what the run folder holds and start over.")] = False,
-    batch_size: Annotated[int | None, typer.Option(min=1, max=100_000, help="Queries per search_batch call.")] = None,
+    batch_size: config_flag(EvaluationConfig, "batch_size", "--batch-size", help="Queries per search_batch call "
+                            "(default: \\[evaluation] batch_size).", show_default=False) = None,
     missing: Annotated[str | None, typer.Option("--missing-tools", help="Correct services absent from the "
                                                 "registry: exclude (default) | strict (count as misses).")] = None,
     plots: PlotsOption = True,
@@ -201,7 +203,8 @@ def compare_presets_command(
     limit: Annotated[int | None, typer.Option(min=1, max=10_000_000, help="Only the first N queries.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Folder of the runs, one per preset (default: "
                                              "<runs_dir>/presets-<queries>).", show_default=False)] = None,
-    batch_size: Annotated[int | None, typer.Option(min=1, max=100_000, help="Queries per search_batch call.")] = None,
+    batch_size: config_flag(EvaluationConfig, "batch_size", "--batch-size", help="Queries per search_batch call "
+                            "(default: \\[evaluation] batch_size).", show_default=False) = None,
     db: DbOption = None,
     json_output: JsonOption = False,
     engine_options: EngineOptions = None,  # type: ignore[assignment]  (filled by with_engine_options)

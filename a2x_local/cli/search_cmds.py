@@ -13,6 +13,7 @@ from a2x_local.cli.options import (
     DbOption,
     JsonOption,
     MethodChoice,
+    config_flag,
     open_registry_db,
     query_texts,
     settings_for,
@@ -34,9 +35,12 @@ from a2x_local.evaluation import EvaluationConfig
 from a2x_local.llm import EngineOptions
 from a2x_local.registry import Registry
 from a2x_local.search import SearchAnswer, SearchRequest, make_method
+from a2x_local.settings import table_models
 
 # This module's commands; the composition root (cli/app.py) adds them to the application.
 commands = typer.Typer()
+
+_RETRIEVAL = table_models()["retrieval"]   # --k takes default_k's bounds
 
 
 def _answer_dict(answer: SearchAnswer, names: dict[str, str]) -> dict[str, Any]:
@@ -65,8 +69,8 @@ def _mark_schemas(answers: list[SearchAnswer], results: list[dict[str, Any]], se
 def search_command(
     ctx: typer.Context,
     query: Annotated[str | None, typer.Argument(help="What the agent needs, in words.", show_default=False)] = None,
-    k: Annotated[int | None, typer.Option("--k", "-k", min=1, max=100_000,
-                                          help="Results to return (ranked methods).")] = None,
+    k: config_flag(_RETRIEVAL, "default_k", "--k", "-k", help="Results to return (ranked methods; default: "
+                   "\\[retrieval] default_k).", show_default=False) = None,
     queries: Annotated[Path | None, typer.Option("--queries", "-q", help="Search every query of a file instead "
                                                  "(.txt one per line, or JSON/JSONL with a 'query' field).")] = None,
     trace: Annotated[bool, typer.Option("--trace", help="LLM methods: print the walk (decisions per node) and "

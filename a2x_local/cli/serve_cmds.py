@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
-from a2x_local.cli.options import DbOption, settings_for, with_engine_options
+from a2x_local.cli.options import DbOption, config_flag, settings_for, with_engine_options
 from a2x_local.extras import check
 from a2x_local.llm import EngineOptions
 from a2x_local.serve import ServeOptions, serve_http, serve_stdio
+from a2x_local.settings import table_models
 
 # This module's commands; the composition root (cli/app.py) adds them to the application.
 commands = typer.Typer()
+
+_SERVE = table_models()["serve"]   # --port takes its field's bounds
 
 
 @commands.command("serve")
@@ -25,8 +28,8 @@ def serve_command(
     host: Annotated[str | None, typer.Option("--host", show_default=False,
                                              help="Address to bind (default: 127.0.0.1 from \\[serve]). Any other "
                                                   "address needs --token or --insecure.")] = None,
-    port: Annotated[int | None, typer.Option("--port", min=0, max=65535, show_default=False,
-                                             help="TCP port (default: 8765 from \\[serve]).")] = None,
+    port: config_flag(_SERVE, "port", "--port", show_default=False,
+                      help="TCP port (default: 8765 from \\[serve] port).") = None,
     token: Annotated[str | None, typer.Option("--token", envvar="A2X_SERVE_TOKEN", show_default=False,
                                               help="Require 'Authorization: Bearer TOKEN' on the API and /mcp "
                                                    "(better: set $A2X_SERVE_TOKEN, so it is not on the command "

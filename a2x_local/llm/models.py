@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from a2x_local.errors import UserError
+from a2x_local.llm.config import EngineConfig
+from a2x_local.overrides import overrides_of
 from a2x_local.settings import Settings, deep_merge, packaged_file, register_named_table, validation_problems
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
@@ -27,6 +29,10 @@ def force_offline() -> None:
     os.environ.update(OFFLINE_ENV)
 
 
+# An alias's engine settings are `[engine]`'s keys, with their bounds (declared once, in EngineConfig).
+_ENGINE = overrides_of(EngineConfig)
+
+
 class ModelAlias(BaseModel):
     """One `[models.NAME]` table: where the weights live and the engine settings that suit them."""
 
@@ -36,10 +42,11 @@ class ModelAlias(BaseModel):
     source: str = ""
     description: str = ""
     dtype: str | None = None
-    max_model_len: int | None = Field(None, ge=16, le=16_777_216)
-    tensor_parallel_size: int | None = Field(None, ge=1, le=1024)
+    max_model_len: _ENGINE.max_model_len = None
+    tensor_parallel_size: _ENGINE.tensor_parallel_size = None
     quantization: str | None = None
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    gpu_memory_utilization: _ENGINE.gpu_memory_utilization = None
+    # What the weights need in GPU memory: the alias's own fact (no [engine] key), shown by `models list`.
     gpu_memory_gb: float | None = Field(None, gt=0, le=65_536)
     chat_template_kwargs: dict[str, Any] | None = None
     license: str = ""
