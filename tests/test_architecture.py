@@ -34,8 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "a2x_local"
 PACKAGE = "a2x_local"
 
-# Sub-packages that are not pipeline stages: the command line, the test doubles, and data shipped with the package.
-NOT_STAGES = {"cli", "testing", "migrations", "defaults"}
+# Sub-packages that are not pipeline stages: the command line, the registrations of its composition root, the test
+# doubles, and data shipped with the package.
+NOT_STAGES = {"cli", "components", "testing", "migrations", "defaults"}
+# What only a composition root (the CLI, a test, a script) imports: it names every stage.
+COMPONENTS = "components"
 # The stand-ins for a model that tests and benchmarks use: no product module may import or name them.
 TESTING = "testing"
 TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "RandomNavigator", "WordPolicy",
@@ -327,7 +330,7 @@ def floor(area: str) -> int:
     doubles on top."""
     if area in STAGE_ORDER:
         return STAGE_ORDER.index(area) + 1
-    return len(STAGE_ORDER) + 1 if area in {"cli", TESTING} else 0
+    return len(STAGE_ORDER) + 1 if area in {"cli", COMPONENTS, TESTING} else 0
 
 
 def named_areas() -> list[tuple[str, str, str]]:
@@ -378,6 +381,15 @@ def test_other_stages_and_cli_import_only_a_stage_package():
 
 def test_the_floors_are_every_stage():
     assert sorted(STAGE_ORDER) == STAGES, f"STAGE_ORDER must place every stage once: {STAGES}"
+    components = importlib.import_module(f"{PACKAGE}.{COMPONENTS}")
+    assert list(components.STAGES) == STAGE_ORDER, "register_components must import every stage (tables, errors)"
+
+
+def test_only_the_cli_imports_the_components():
+    """The registrations are the composition root's: a stage that imported them would register from below."""
+    problems = [f"{imp.where}: imports {imp.target}" for imp in IMPORTS
+                if area_of(imp.target) == COMPONENTS and area_of(imp.importer) not in {"cli", COMPONENTS}]
+    assert not problems, "\n".join(problems)
 
 
 def test_no_import_climbs_to_a_higher_stage():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from a2x_local.components import register_components
 from a2x_local.errors import UserError
 from a2x_local.settings import check_config, load_settings
 from tests.support.paths import ROOT
@@ -78,8 +79,7 @@ def test_a_name_with_no_close_match_gets_the_valid_names(home):
 
 @pytest.mark.parametrize("name", ["example.toml", "smoke-tiny.toml"])
 def test_the_shipped_configs_pass(name: str, tmp_path: Path):
-    import a2x_local.cli  # noqa: F401  (every stage's table model, as when a command runs)
-
+    register_components()   # every stage's table model, as the CLI's root declares them before a command runs
     check_config(load_settings(environ={"A2X_HOME": str(tmp_path), "A2X_CONFIG": str(ROOT / "configs" / name)}))
 
 
@@ -90,26 +90,28 @@ def test_a_good_config_changes_nothing(cli, registry_db, home):
 
 _TABLES = """
 import json, pkgutil, importlib, sys
-import a2x_local.cli
+from a2x_local.components import register_components
+register_components()
 from a2x_local import settings
 known = sorted(settings._SECTIONS)
 import a2x_local
 for module in pkgutil.walk_packages(a2x_local.__path__, "a2x_local."):
     if not module.name.endswith(("_engine", "guidance_processor")):
         importlib.import_module(module.name)
-print(json.dumps({"cli": known, "all": sorted(settings._SECTIONS)}))
+print(json.dumps({"root": known, "all": sorted(settings._SECTIONS)}))
 """
 
 
-def test_the_cli_knows_every_table_before_any_command_runs():
-    """A table whose model the CLI never imported would read as unknown: importing the CLI must register them all
-    (checked in a fresh interpreter, against every table model of the package)."""
+def test_the_composition_root_declares_every_table_before_any_command_runs():
+    """A table whose model was never imported would read as unknown: `register_components`, which the CLI's root
+    runs first, must declare them all (checked in a fresh interpreter, against every table model of the
+    package)."""
     done = subprocess.run(python_command(_TABLES), cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env=tree_env())
     assert done.returncode == 0, done.stderr
     tables = json.loads(done.stdout.splitlines()[-1])
     assert {"build", "search", "engine", "engine.openai", "serve"} <= set(tables["all"])
-    assert tables["cli"] == tables["all"]
+    assert tables["root"] == tables["all"]
 
 
 @pytest.mark.parametrize("special", ["fifo", "device", "folder"])

@@ -4,19 +4,27 @@ not documented), and every error cuts the long values it quotes."""
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import pkgutil
 import re
 from pathlib import Path
 
-import a2x_local.cli  # imports every stage, so every error class exists
-import a2x_local.serve.http_api  # noqa: F401
+import a2x_local
 from a2x_local.errors import MAX_MESSAGE_CHARS, A2XError, InputError, UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 ABSTRACT = {"A2XError", "ServeError"}
+# Modules not imported to find the error classes: the engines (their libraries), the CLI and the test doubles
+# (which declare none).
+NOT_IMPORTED = ("a2x_local.cli", "a2x_local.testing")
 
 
 def _error_classes() -> dict[str, type[A2XError]]:
+    """Every error class of the package: each module that may declare one is imported first."""
+    for module in pkgutil.walk_packages(a2x_local.__path__, "a2x_local."):
+        if not module.name.startswith(NOT_IMPORTED) and not module.name.endswith(("_engine", "guidance_processor")):
+            importlib.import_module(module.name)
     found, todo = {}, [A2XError]
     while todo:
         for sub in todo.pop().__subclasses__():

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from a2x_local.cli.app import register_components
+from a2x_local.components import register_components
 from a2x_local.errors import UserError
 from a2x_local.search import MODES, ModeError, make_method, method_names, method_spec
 from a2x_local.serve.http_api import create_app

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from a2x_local.cli.plugins import ENGINE_GROUP, METHOD_GROUP, load_plugins
+from a2x_local.components.plugins import ENGINE_GROUP, METHOD_GROUP, load_plugins
 from a2x_local.search import method_names
 from tests.support.paths import ROOT
 from tests.support.processes import cli_command, tree_env

@@ -1,7 +1,8 @@
 """The `a2x-local` command: one tool, one sub-command per job.
 
-`app.py` is the composition root: it registers the methods and engines that other stages and plug-ins
-(`plugins.py`) add, and builds the application from its list of `*_cmds` modules, each holding its own commands.
+`app.py` is the composition root: it registers the methods and engines that other stages and plug-ins add
+(`a2x_local.components`), and builds the application from its list of `*_cmds` modules, each holding its own
+commands.
 `output.py` is what commands show, `options.py` the flags they share.
 """
 

@@ -1,7 +1,8 @@
 """The composition root: `build_app` registers what the stages above search and the plug-ins add (compose's method,
-entry-point engines and methods), then builds the Typer application (its name, help and global options) from the
-command modules of `COMMAND_MODULES`, in that order: the order of `--help`. Importing a command module registers
-nothing; each holds its commands in its own `commands` Typer, and only this module assembles them."""
+entry-point engines and methods: `a2x_local.components.register_components`), then builds the Typer application
+(its name, help and global options) from the command modules of `COMMAND_MODULES`, in that order: the order of
+`--help`. Importing a command module registers nothing; each holds its commands in its own `commands` Typer, and
+only this module assembles them."""
 
 from __future__ import annotations
 
@@ -75,20 +76,12 @@ def _root(
     quiet_libraries(verbose)
 
 
-def register_components() -> None:
-    """What the search stage cannot know: the methods of the stages above it (compose) and the plug-ins' engines
-    and methods (entry points, see plugins.py). Safe to run again."""
-    from a2x_local.cli.plugins import load_plugins
-    from a2x_local.compose import COMPOSE_SPEC
-    from a2x_local.search import register_method
-
-    register_method(COMPOSE_SPEC, replace=True)
-    load_plugins()
-
-
 def build_app() -> typer.Typer:
-    """The `a2x-local` application: registrations first, then the commands of `COMMAND_MODULES`. The command
-    modules are imported here, after the registrations, because `--method`'s help lists the methods there are."""
+    """The `a2x-local` application: registrations first (`register_components`: the stages' tables, compose's
+    method, the plug-ins), then the commands of `COMMAND_MODULES`. The command modules are imported here, after the
+    registrations, because `--method`'s help lists the methods there are."""
+    from a2x_local.components import register_components
+
     register_components()
     app = typer.Typer(
         name="a2x-local",

@@ -1,8 +1,10 @@
 """The engine kinds by name: `[engine] name` and `--engine` pick one, and `make_engine` starts it.
 
-vllm, transformers and openai are registered below, the same way anything else is (`register_engine`): a plug-in,
-or the test package's scripted engine, which is registered only while a test or benchmark asks for it, so it is
-never a product default and no `--help` names it.
+vllm, transformers and openai are this stage's own, declared in `_BUILT_IN` (as the search stage lists its own
+methods), so importing this module registers nothing and a library caller's `make_engine` finds them without a
+composition root. Anything else is added with `register_engine`: a plug-in (from the composition root,
+`a2x_local.components`), or the test package's scripted engine, registered only while a test or benchmark asks
+for it, so it is never a product default and no `--help` names it.
 """
 
 from __future__ import annotations
@@ -31,32 +33,33 @@ class EngineKind:
     local_model: bool = True
 
 
-_KINDS: dict[str, EngineKind] = {}
+# The engines added at run time (plug-ins, test doubles), after the built-in ones of `_BUILT_IN` below.
+_ADDED: dict[str, EngineKind] = {}
 
 
 def register_engine(name: str, factory: EngineFactory, *, local_model: bool = True) -> None:
     """Make ``name`` a value of `[engine] name` and `--engine`; a name already taken is a programming error."""
-    if name in _KINDS:
+    if name in _BUILT_IN or name in _ADDED:
         raise ValueError(f"an engine named '{name}' is already registered")
-    _KINDS[name] = EngineKind(factory, local_model)
+    _ADDED[name] = EngineKind(factory, local_model)
 
 
 def unregister_engine(name: str) -> None:
     """Forget an engine registered with `register_engine` (the built-in ones stay)."""
-    if name in ENGINE_NAMES:
+    if name in _BUILT_IN:
         raise ValueError(f"'{name}' is a built-in engine")
-    _KINDS.pop(name, None)
+    _ADDED.pop(name, None)
 
 
 def engine_names() -> tuple[str, ...]:
     """Every engine name `make_engine` knows now, built-in ones first."""
-    return tuple(_KINDS)
+    return (*_BUILT_IN, *_ADDED)
 
 
 def engine_kind(name: str) -> EngineKind:
-    kind = _KINDS.get(name)
+    kind = _BUILT_IN.get(name) or _ADDED.get(name)
     if kind is None:
-        raise UserError(f"unknown engine '{name}'", hint=f"Use one of: {', '.join(_KINDS)}.")
+        raise UserError(f"unknown engine '{name}'", hint=f"Use one of: {', '.join(engine_names())}.")
     return kind
 
 
@@ -82,9 +85,11 @@ def _openai(ref: ModelRef, config: EngineConfig) -> Engine:
                         max_model_len=config.max_model_len)
 
 
-register_engine("vllm", _vllm)
-register_engine("transformers", _transformers)
-register_engine("openai", _openai, local_model=False)
+_BUILT_IN: dict[str, EngineKind] = {
+    "vllm": EngineKind(_vllm),
+    "transformers": EngineKind(_transformers),
+    "openai": EngineKind(_openai, local_model=False),
+}
 
 # The engines that ship with a2x-local: what `--help` and the docs offer.
-ENGINE_NAMES: tuple[str, ...] = engine_names()
+ENGINE_NAMES: tuple[str, ...] = tuple(_BUILT_IN)

@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2x_local.compose import COMPOSE_SPEC
 from a2x_local.errors import UserError
 from a2x_local.gateway import AuditLog, Gateway, GatewayConfig, gateway_path
 from a2x_local.llm import Engine, EngineOptions, engine_settings, make_engine
-from a2x_local.search import register_method
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.calling import Calling, StdioClient
 from a2x_local.serve.compose_api import Planning
@@ -87,12 +85,12 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Ca
     methods their one engine; a model that does not resolve (no such alias or folder) fails here, before anything
     listens (resolving loads nothing; a folder's files are checked as the engine loads, an error then answers
     `EngineFailed`). The gateway file (``gateway_file``, else the configured one) is read and checked here too:
-    a server never starts with a gateway file it cannot follow."""
+    a server never starts with a gateway file it cannot follow. The methods it offers are those registered: the
+    process's composition root (`a2x_local.components.register_components`, which `a2x-local serve` runs first)
+    adds compose's and the plug-ins'."""
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
-    # A composition root: the search stage knows only its own methods; compose's joins them here.
-    register_method(COMPOSE_SPEC, replace=True)
     state: ServerState | None = None
     # The lambdas read `state` and `discovery` when /metrics is scraped, after both are set below.
     metrics = Metrics(usage=lambda: state.engine.usage if state is not None and state.engine is not None else None,

@@ -1,5 +1,6 @@
-"""The engine registry: `[engine] name` and `--engine` pick a registered kind; the built-in ones are registered the
-same way; a test engine is reachable by name only while it is registered, and `--help` never offers it."""
+"""The engine registry: `[engine] name` and `--engine` pick a registered kind; the built-in ones are the stage's own
+(declared, not registered on import); a test engine is reachable by name only while it is registered, and `--help`
+never offers it."""
 
 from __future__ import annotations
 
@@ -16,9 +17,20 @@ from a2x_local.settings import load_settings
 from a2x_local.testing import ScriptedEngine, registered_engine
 
 
-def test_the_built_in_engines_are_registered_and_only_vllm_and_transformers_load_a_local_folder():
+def test_the_built_in_engines_are_known_and_only_vllm_and_transformers_load_a_local_folder():
     assert ENGINE_NAMES == ("vllm", "transformers", "openai") == engine_names()
     assert [engine_kind(name).local_model for name in ENGINE_NAMES] == [True, True, False]
+
+
+def test_importing_the_engine_registry_registers_nothing():
+    """No `register_engine` call runs on import: the module's top level only declares."""
+    import ast
+
+    import a2x_local.llm.engines as engines
+
+    tree = ast.parse(Path(engines.__file__).read_text(encoding="utf-8"))
+    calls = [ast.unparse(node) for node in tree.body if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
+    assert calls == []
 
 
 def test_a_registered_engine_is_chosen_by_flag_or_by_the_engine_table(home: Path):

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from a2x_local.components import register_components
 from a2x_local.db import connect
 from a2x_local.llm import Engine, Request
 from a2x_local.registry import Registry
@@ -59,6 +60,7 @@ def serve_config(**overrides: object) -> ServeConfig:
 def make_server(db_path: Path, engine: Engine | None = None, *, ready: bool = True, **overrides: object) -> Server:
     """A server over ``db_path``, its background loading started (and, with ``ready``, finished). The sample trees
     are so small that direct selection would skip the descent these tests watch: it is off here."""
+    register_components()   # the composition root's registrations, as `a2x-local serve` runs them first
     settings = load_settings(db=db_path).with_overrides("search", direct_select_below=0, other_services_child="root")
     server = build_server(settings, serve_config(**overrides), engine=engine)
     server.start_loading()

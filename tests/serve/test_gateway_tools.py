@@ -8,6 +8,7 @@ import asyncio
 
 from mcp import Client
 
+from a2x_local.components import register_components
 from a2x_local.db import connect
 from a2x_local.registry import Registry
 from a2x_local.serve.server import build_server
@@ -28,6 +29,7 @@ def test_call_service_and_the_dynamic_mode_in_process(db_path, tmp_path):
     gateway = tmp_path / "gateway.toml"
     gateway.write_text(stdio_server(name) + '[profiles.default]\ncall = ["*"]\n', encoding="utf-8")
     settings = load_settings(db=db_path).with_overrides("gateway", max_activated=2)
+    register_components()
     server = build_server(settings, serve_config(), gateway_file=gateway)
     server.start_loading()
     assert server.state.wait_ready(120)

@@ -9,6 +9,7 @@ import asyncio
 from fastapi.testclient import TestClient
 from mcp import Client
 
+from a2x_local.components import register_components
 from a2x_local.serve.access import CALLER
 from a2x_local.serve.http_api import create_app
 from a2x_local.serve.server import build_server
@@ -29,6 +30,7 @@ def _server(db_path, tmp_path, monkeypatch):
     monkeypatch.setenv("READER_TOKEN", READER)
     settings = load_settings(db=db_path).with_overrides("search", direct_select_below=0,
                                                         other_services_child="root")
+    register_components()
     server = build_server(settings, serve_config(), gateway_file=gateway)
     server.start_loading()
     assert server.state.wait_ready(120), server.state.loading.to_dict()

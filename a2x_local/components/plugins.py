@@ -8,7 +8,7 @@ A package declares them in its metadata (pyproject.toml):
     [project.entry-points."a2x_local.methods"]
     my-method = "my_package.method:SPEC"         # a2x_local.search.MethodSpec named "my-method"
 
-The composition root (`cli/app.py`) loads them once, beside the methods of the stages above search; `--engine
+`register_components` (this package) loads them once, beside the methods of the stages above search; `--engine
 NAME` and `--method NAME` then pick them like the built-in ones. A plug-in engine's model is not checked as a local
 folder (the factory checks what it needs). A plug-in that fails to load, or claims a name already taken, is skipped
 with one warning line: a broken plug-in never stops the tool.
