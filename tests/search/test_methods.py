@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
 from a2x_local.errors import UserError
-from a2x_local.search import methods
 from a2x_local.search.methods import (
     MethodSpec,
     make_method,
@@ -20,6 +21,7 @@ from a2x_local.search.methods import (
 )
 from a2x_local.search.types import SearchAnswer, SearchCost, SearchRequest
 from a2x_local.settings import Settings
+from tests.support.processes import python_command, tree_env
 
 # Each query shares words with its service (for BM25) and means the same (for dense).
 QUERIES = {"weather forecast for Berlin tomorrow": "weather", "convert 100 dollars to euros, which currency rate":
@@ -81,7 +83,7 @@ def test_options_are_validated(settings: Settings) -> None:
         parse_option_pairs(["rrf_k"])
 
 
-def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_later_method_plugs_in(settings: Settings) -> None:
     class EchoOptions(BaseModel):
         model_config = ConfigDict(extra="forbid")
         model: str | None = None
@@ -108,14 +110,24 @@ def test_a_later_method_plugs_in(settings: Settings, monkeypatch: pytest.MonkeyP
             make_retriever("echo", settings)
     finally:
         unregister_method("echo")
-    # the lazy table: a module attribute imported on first use (into a copy of the specs, so that nothing of it
-    # outlives this test: a later test in this process walks every method it can make)
-    monkeypatch.setattr(methods, "_SPECS", dict(methods._SPECS))
-    monkeypatch.setitem(methods._LAZY, "lazy-echo", "tests.search.test_methods:LAZY_SPEC")
-    assert methods.method_spec("lazy-echo").summary == "lazily imported"
 
 
-LAZY_SPEC = MethodSpec("lazy-echo", "lazily imported", BaseModel, lambda *a: None, engine="none", cost="retrieval")
+_LAZY = """
+import json, sys
+from a2x_local.search import method_names, method_spec
+module = "a2x_local.search.llm.methods"
+listed = "a2x" in method_names() and module not in sys.modules
+spec = method_spec("a2x")
+print(json.dumps([listed, module in sys.modules, spec is sys.modules[module].A2X_SPEC]))
+"""
+
+
+def test_a_method_of_the_stage_is_imported_on_first_use():
+    """Listing the methods (`--help`) imports none of their modules; asking for one imports its module and gives
+    the spec that module holds (in a fresh interpreter, where nothing imported it before)."""
+    done = subprocess.run(python_command(_LAZY), capture_output=True, text=True, timeout=120, env=tree_env())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [True, True, True]
 
 
 def test_empty_registry(tmp_path: Path, settings: Settings) -> None:
