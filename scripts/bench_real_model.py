@@ -286,6 +286,9 @@ def build_run(db: Path, engine: Any, *, one_at_a_time: bool) -> dict[str, Any]:
     from a2x_local.registry.ingest import ingest
     from a2x_local.testing import registered_engine
 
+    for stale in (db, db.with_name(db.name + ".wal")):     # a redone build starts from an empty registry
+        stale.unlink(missing_ok=True)
+    shutil.rmtree(db.with_name(db.name + ".indexes"), ignore_errors=True)
     with connect(db) as con:
         ingest(con, [SAMPLE])
         services = len(Registry(con).ids())

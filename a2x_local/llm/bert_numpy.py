@@ -12,7 +12,6 @@ falls back to sentence-transformers.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from a2x_local.errors import A2XError
 from a2x_local.llm.length_batches import length_batches
 
 _TRANSFORMER = "sentence_transformers.models.Transformer"
@@ -30,7 +30,10 @@ _MASKED = np.finfo(np.float32).min    # what transformers adds to the attention 
 
 
 def _read(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A model file's JSON, read as every input file is (regular, bounded: `jsonfiles.read_json`)."""
+    from a2x_local.jsonfiles import read_json
+
+    return read_json(path, what="embedding model file")
 
 
 def _plain_bert(folder: Path) -> tuple[dict[str, Any], int, bool] | None:
@@ -44,7 +47,7 @@ def _plain_bert(folder: Path) -> tuple[dict[str, Any], int, bool] | None:
         config = _read(folder / "config.json")
         pooling = _read(folder / str(modules[1].get("path") or "") / "config.json")
         bert = _read(folder / "sentence_bert_config.json")
-    except (OSError, ValueError, AttributeError, TypeError):   # unreadable, or not what sentence-transformers writes
+    except (A2XError, OSError, ValueError, AttributeError, TypeError):  # unreadable, or not what ST writes
         return None
     modes = {key for key, value in pooling.items() if key.startswith("pooling_mode_") and value}
     files = all((folder / name).is_file() for name in ("model.safetensors", "tokenizer.json"))
