@@ -25,7 +25,7 @@ from a2x_local.extras import require
 from a2x_local.llm.base import Engine
 from a2x_local.llm.config import OpenAIConfig
 from a2x_local.llm.constraints import openai_body
-from a2x_local.llm.types import RawOutput, Request
+from a2x_local.llm.types import ExtraArgs, RawOutput, Request
 
 
 def normalise_base_url(url: str) -> str:
@@ -48,12 +48,15 @@ class OpenAIEngine(Engine):
     once before the first request is built; ``max_model_len`` (the `[engine]` setting) stands in when it reports
     none, so prompts are fit-checked either way. The server renders the chat template and its tokenizer is not
     here, so message contents lose the generic chat-template markers only (sanitize.py lists them).
+    ``extra_args(request)`` (a hook, as on the vllm engine) gives a request's `vllm_xargs`, what a custom logits
+    processor the server loaded reads.
     """
 
     name = "openai"
 
     def __init__(self, config: OpenAIConfig, *, model: str = "", candidates: Sequence[str] = (),
-                 max_model_len: int | None = None, transport: httpx.BaseTransport | None = None) -> None:
+                 max_model_len: int | None = None, transport: httpx.BaseTransport | None = None,
+                 extra_args: ExtraArgs | None = None) -> None:
         super().__init__()
         if not config.base_url:
             raise UserError("the openai engine needs the server's URL",
@@ -67,7 +70,9 @@ class OpenAIEngine(Engine):
         self._fallback_window = max_model_len
         self._context_window: int | None = None
         self._discovered = False
-        # ``transport`` (an httpx transport) lets tests answer through httpx.MockTransport, with no server.
+        self.extra_args = extra_args
+        # ``transport`` (an httpx transport): httpx.MockTransport answers with no server (tests), and
+        # HTTPTransport(uds=PATH) reaches a server listening on a Unix socket (`vllm serve --uds PATH`).
         http_client = httpx.Client(transport=_TimeoutsFinal(transport or httpx.HTTPTransport()),
                                    timeout=config.timeout_s, follow_redirects=True)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=config.api_key or "EMPTY",
@@ -139,6 +144,9 @@ class OpenAIEngine(Engine):
         fields = openai_body(request.constraint)
         if "response_format" in fields:
             body["response_format"] = fields.pop("response_format")
+        extra = self.extra_args(request) if self.extra_args is not None else None
+        if extra:
+            fields["vllm_xargs"] = dict(extra)
         if fields:
             body["extra_body"] = fields
         return body

@@ -12,7 +12,7 @@ own processors, one grammar per call, so requests are grouped by constraint firs
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +34,29 @@ _DTYPES = {"float32": "float32", "float": "float32", "float16": "float16", "half
            "bfloat16": "bfloat16"}
 
 
+# Further logits processors for one batch, given its requests and the prompt width (the padded prompt length).
+BatchProcessors = Callable[[Sequence[Request], int], list[Any]]
+
+
 class TransformersEngine(Engine):
-    """A Hugging Face causal LM with constrained decoding. Slower than vLLM, but needs only torch."""
+    """A Hugging Face causal LM with constrained decoding. Slower than vLLM, but needs only torch.
+
+    Two hooks, for custom decoding and for tests (which must not replace the engine's own methods):
+    ``logits_processors(requests, prompt_width)`` gives further logits processors for a batch, applied before the
+    constraint's; every callable in ``batch_observers`` is told the requests of each `model.generate` call, in order
+    (how a test sees which requests shared a batch)."""
 
     name = "transformers"
 
-    def __init__(self, model_path: Path | str, config: EngineConfig, *, model_label: str | None = None) -> None:
+    def __init__(self, model_path: Path | str, config: EngineConfig, *, model_label: str | None = None,
+                 logits_processors: BatchProcessors | None = None) -> None:
         super().__init__()
         force_offline()
         self.model_path = Path(model_path)
         self.config = config
         self.model_label = model_label or str(self.model_path)
+        self.logits_processors = logits_processors
+        self.batch_observers: list[Callable[[Sequence[Request]], None]] = []
         self._load()
 
     def _load(self) -> None:
@@ -129,10 +141,6 @@ class TransformersEngine(Engine):
             return get_regex_logits_processor(name, self._outlines_model, to_regex(either(*constraint.options)))
         return get_regex_logits_processor(name, self._outlines_model, constraint.pattern)
 
-    def _extra_processors(self, requests: Sequence[Request], prompt_width: int) -> list[Any]:
-        """Further logits processors for one batch, applied before the constraint (none by default)."""
-        return []
-
     def _generate(self, requests: Sequence[Request]) -> list[RawOutput]:
         outputs: list[RawOutput | None] = [None] * len(requests)
         groups: dict[tuple[Any, ...], list[int]] = {}
@@ -177,7 +185,10 @@ class TransformersEngine(Engine):
         sample = first.temperature > 0
         if first.seed is not None:
             torch.manual_seed(first.seed)
-        processors = LogitsProcessorList([*self._extra_processors(requests, width), self._processor(requests)])
+        extra = self.logits_processors(requests, width) if self.logits_processors is not None else []
+        processors = LogitsProcessorList([*extra, self._processor(requests)])
+        for observer in self.batch_observers:
+            observer(requests)
         with torch.inference_mode():
             generated = self.model.generate(
                 **encoded.to(self.device), logits_processor=processors, max_new_tokens=budget,

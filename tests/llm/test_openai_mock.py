@@ -225,6 +225,16 @@ def test_regex_and_choice_travel_as_top_level_structured_outputs(server, engine)
                    for body in (regex, choice))
 
 
+def test_the_extra_args_hook_travels_as_vllm_xargs_beside_the_constraint(server) -> None:
+    """What a custom logits processor on the server reads (the forcing test against vLLM's server uses it)."""
+    engine = make_engine(server, extra_args=lambda request: {"force": request.max_tokens} if request.seed else None)
+    server.answer = lambda body, request: completion("2,5")
+    engine.generate([ask(0, RegexConstraint(POSITIONS), max_tokens=40, seed=3), ask(1, RegexConstraint(POSITIONS))])
+    hooked, plain = sorted(server.bodies(), key=question)
+    assert hooked["vllm_xargs"] == {"force": 40} and hooked["structured_outputs"] == {"regex": POSITIONS}
+    assert "vllm_xargs" not in plain and plain["structured_outputs"] == {"regex": POSITIONS}
+
+
 def test_headers_carry_the_key_and_the_time_out(server) -> None:
     engine = make_engine(server, timeout_s=7.5)
     engine.generate([ask(0)])

@@ -41,14 +41,11 @@ def hostile_services() -> list[Service]:
 def prompts(vllm_engine, monkeypatch) -> Iterator[list[list[int]]]:
     """The prompt token ids of every request vLLM runs while the test does."""
     seen: list[list[int]] = []
-    chat = vllm_engine._llm.chat
 
-    def recording_chat(*args, **kwargs):
-        outputs = chat(*args, **kwargs)
+    def record(requests, outputs) -> None:
         seen.extend(list(output.prompt_token_ids) for output in outputs)
-        return outputs
 
-    monkeypatch.setattr(vllm_engine._llm, "chat", recording_chat)
+    monkeypatch.setattr(vllm_engine, "chat_observers", [record])
     yield seen
 
 

@@ -38,19 +38,20 @@ def engine(tiny_model_dir):
 def force(engine, monkeypatch) -> None:
     from tests.support.forcing import ForceTokensHF
 
-    monkeypatch.setattr(engine, "_extra_processors", lambda requests, width: [
+    monkeypatch.setattr(engine, "logits_processors", lambda requests, width: [
         ForceTokensHF([r.context.get("force_tokens") for r in requests], width)])
 
 
-def test_mixed_constraints_share_batches_and_all_validate(engine, monkeypatch) -> None:
+def kinds_of_each_batch(engine, monkeypatch) -> list[list[str]]:
+    """The constraint kinds of every `model.generate` batch the engine runs from now on (filled as it runs)."""
     chunks: list[list[str]] = []
-    original = engine._run_batch
+    monkeypatch.setattr(engine, "batch_observers", [lambda requests: chunks.append([r.constraint.kind
+                                                                                   for r in requests])])
+    return chunks
 
-    def recording(requests):
-        chunks.append([r.constraint.kind for r in requests])
-        return original(requests)
 
-    monkeypatch.setattr(engine, "_run_batch", recording)
+def test_mixed_constraints_share_batches_and_all_validate(engine, monkeypatch) -> None:
+    chunks = kinds_of_each_batch(engine, monkeypatch)
     # Interleaved kinds: each row carries its own grammar, so batches are simply chunks of batch_size, in order.
     per_kind = {kind: batch(kind) for kind in CASES}
     requests = [per_kind[kind][i] for i in range(BATCH) for kind in CASES]
@@ -65,9 +66,7 @@ def test_mixed_constraints_share_batches_and_all_validate(engine, monkeypatch) -
 
 def test_other_backends_group_requests_by_constraint(tiny_model_dir, monkeypatch) -> None:
     other = TransformersEngine(tiny_model_dir, tiny_config(structured_backend="xgrammar"))
-    chunks: list[list[str]] = []
-    original = other._run_batch
-    monkeypatch.setattr(other, "_run_batch", lambda rs: chunks.append([r.constraint.kind for r in rs]) or original(rs))
+    chunks = kinds_of_each_batch(other, monkeypatch)
     requests = [r for i in range(3) for r in (batch("regex", n=3)[i], batch("choice", n=3)[i])]
     results = other.generate(requests)
     assert sorted(chunks) == [["choice"] * 3, ["regex"] * 3]

@@ -33,13 +33,7 @@ def tokenizer(tiny_model_dir):
 
 def test_one_chat_call_answers_32_requests_of_each_kind_and_all_validate(vllm_engine, tokenizer, monkeypatch) -> None:
     calls: list[int] = []
-    original = vllm_engine._chat
-
-    def counting_chat(conversations, params):
-        calls.append(len(conversations))
-        return original(conversations, params)
-
-    monkeypatch.setattr(vllm_engine, "_chat", counting_chat)
+    monkeypatch.setattr(vllm_engine, "chat_observers", [lambda requests, outputs: calls.append(len(requests))])
     before = vllm_engine.usage.snapshot()
     requests = [r for kind in CASES for r in batch(kind)]
     results = vllm_engine.generate(requests)
@@ -71,14 +65,7 @@ def test_tiny_budget_is_reported_as_length_not_parsed(vllm_engine) -> None:
 
 
 def test_scripted_multi_item_answer_passes_the_constraint_unchanged(vllm_engine, tokenizer, monkeypatch) -> None:
-    build = vllm_engine._sampling_params
-
-    def forcing(request):
-        params = build(request)
-        params.extra_args = {"force_tokens": request.context["force_tokens"]}
-        return params
-
-    monkeypatch.setattr(vllm_engine, "_sampling_params", forcing)
+    monkeypatch.setattr(vllm_engine, "extra_args", lambda request: {"force_tokens": request.context["force_tokens"]})
     requests, forced = scripted_requests(tokenizer)
     results = vllm_engine.generate(requests)
     assert [(r.value, r.finish_reason, r.attempts) for r in results] == [(SCRIPTED, "stop", 1)] * 2

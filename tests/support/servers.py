@@ -1,10 +1,11 @@
-"""Servers the tests start as subprocesses (`a2x-local serve`, the MCP test server, vLLM's OpenAI server): the port
-they bound, and one way to wait until the server answers and to stop it afterwards.
+"""Servers the tests start as subprocesses (`a2x-local serve`, the MCP test server, vLLM's OpenAI server): where
+they listen, and one way to wait until the server answers and to stop it afterwards.
 
-A server given `--port 0` binds a port the system picks and uvicorn logs it ("Uvicorn running on
-http://127.0.0.1:PORT"): `bound_port` reads it back. Picking a free port first (`free_port`: bind, release, and
-let the server bind it later) races with every other process on the machine, so it is kept for what cannot be
-asked for port 0 (vLLM's server) and for a port that must stay closed."""
+No test picks a free port first and hands it over (bind, release, let the server bind it later: a race with every
+other process on the machine). A server given `--port 0` binds a port the system picks and uvicorn logs it
+("Uvicorn running on http://127.0.0.1:PORT"): `bound_port` reads it back. vLLM's server logs the port it was given,
+not the one bound, so it listens on a Unix socket in the test's own folder instead (`--uds`), which no other process
+can take. A port that must refuse connections is one this process holds without listening (`closed_port`)."""
 
 from __future__ import annotations
 
@@ -36,34 +37,38 @@ def bound_port(process: subprocess.Popen, log: Path, startup_s: float) -> int:
         time.sleep(0.05)
 
 
-def free_port() -> int:
-    """A port free a moment ago (see the module's note: racy; prefer `--port 0` and `bound_port`)."""
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections for the block: bound here and never listened on, so no other
+    process can take it meanwhile."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        yield sock.getsockname()[1]
 
 
 @contextmanager
-def serving(process: subprocess.Popen, health_url: str, log: Path, startup_s: float,
-            poll_s: float = 0.3) -> Iterator[None]:
+def serving(process: subprocess.Popen, health_url: str, log: Path, startup_s: float, poll_s: float = 0.3, *,
+            transport: httpx.BaseTransport | None = None) -> Iterator[None]:
     """Wait until `health_url` answers 200, then hold the server for the block; on leaving, stop it.
 
+    ``transport``: how to reach the server when not by TCP (`httpx.HTTPTransport(uds=PATH)` for a Unix socket).
     Fails at once when the process exits first, and after `startup_s`; both failures show the end of `log`, the
     file the server's output goes to."""
     try:
         deadline = time.monotonic() + startup_s
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(health_url, timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer {health_url} within {startup_s} s:\n"
-                            f"{log.read_text()[-3000:]}")
-            time.sleep(poll_s)
+        with httpx.Client(transport=transport, timeout=2) as client:
+            while True:
+                if process.poll() is not None:
+                    pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+                try:
+                    if client.get(health_url).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the server did not answer {health_url} within {startup_s} s:\n"
+                                f"{log.read_text()[-3000:]}")
+                time.sleep(poll_s)
         yield
     finally:
         process.terminate()
