@@ -1,6 +1,6 @@
 """The test suite's own rules (issue 35): a default time limit per test, a throw-away home removed when the session
-ends, and no test replacing a private method of an object (a public seam instead, such as ScriptedEngine's
-``before_round``)."""
+ends, and no test replacing a private name (a method, an attribute, a module's global) of a2x_local or anything
+else: a public seam instead, such as ScriptedEngine's ``before_round``, an engine's ``extra_args``."""
 
 from __future__ import annotations
 
@@ -44,24 +44,88 @@ def test_the_temporary_home_is_removed_when_the_session_ends(tmp_path: Path):
     assert home.name.startswith("a2x-test-home-") and not home.exists()
 
 
-def _private_attribute_patches(path: Path) -> list[str]:
-    """``obj._name = ...`` and ``monkeypatch.setattr(obj, "_name", ...)`` on anything but ``self``/``cls``."""
+# What replaces an attribute: monkeypatch's and the builtin's setattr/delattr/setitem/delitem, mock's patch and
+# patch.object. A target is private when a name on the way to it starts with one underscore (`engine._chat`,
+# `engine._llm.chat`, "a2x_local.search.llm.methods._retriever"), whoever owns it: a test patches none. An object's
+# own state (``self._seen``, in a test double) is its own business.
+_PATCHERS = {"setattr", "delattr", "setitem", "delitem", "patch", "object"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _reaches_private(node: ast.expr) -> bool:
+    """Whether an expression goes through a private attribute (``engine._llm``, ``methods._SPECS["x"]``) of
+    anything but ``self`` or ``cls``."""
+    private = False
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        private = private or (isinstance(node, ast.Attribute) and _private(node.attr))
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return private and not (isinstance(node, ast.Name) and node.id in ("self", "cls"))
+
+
+def _patcher(node: ast.AST) -> str | None:
+    """The name of a patching call (`monkeypatch.setattr`, `setattr`, `mock.patch.object`), else None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name if name in _PATCHERS else None
+
+
+def _private_target(call: ast.Call, patcher: str) -> bool:
+    """Whether a patching call replaces something private: a dotted name ("pkg.mod._name"), an attribute name
+    (``setattr(obj, "_name", ...)``), or anything reached through a private attribute."""
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return any(_private(part) for part in first.value.split("."))
+    second = call.args[1] if len(call.args) > 1 else None
+    named = (patcher not in ("setitem", "delitem") and isinstance(second, ast.Constant)
+             and isinstance(second.value, str) and _private(second.value))
+    return named or _reaches_private(first)
+
+
+def private_patches(source: str, where: str) -> list[str]:
+    """Assignments to a private attribute and patching calls with a private target, as ``where:line: code``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        for target in targets:
-            if (isinstance(target, ast.Attribute) and target.attr.startswith("_") and not target.attr.startswith("__")
-                    and not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"))):
-                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(target)} = ...")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setattr"
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                and str(node.args[1].value).startswith("_") and not str(node.args[1].value).startswith("__")
-                and "_generate" in str(node.args[1].value)):
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    for node in ast.walk(ast.parse(source, filename=where)):
+        for target in node.targets if isinstance(node, ast.Assign) else []:
+            if isinstance(target, (ast.Attribute, ast.Subscript)) and _reaches_private(target):
+                found.append(f"{where}:{node.lineno}: {ast.unparse(target)} = ...")
+        patcher = _patcher(node)
+        if patcher is not None and _private_target(node, patcher):
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
     return found
 
 
-def test_no_test_replaces_an_engines_private_generate():
-    found = [hit for path in sorted((ROOT / "tests").rglob("*.py")) for hit in _private_attribute_patches(path)
-             if "_generate" in hit]
-    assert found == [], "use a public seam (ScriptedEngine(before_round=...)), not:\n" + "\n".join(found)
+def test_the_guard_sees_every_way_of_replacing_a_private_name():
+    caught = private_patches("""
+monkeypatch.setattr(engine, "_chat", counting)
+monkeypatch.setattr(engine._llm, "chat", recording)
+monkeypatch.setattr("a2x_local.search.llm.methods._retriever", built)
+monkeypatch.setitem(methods._LAZY, "echo", "tests:ECHO")
+monkeypatch.delattr(module, "_cache")
+setattr(engine, "_tokenizer", None)
+mock.patch("a2x_local.taxonomy.induction.runner._execute")
+patch.object(engine, "_run_batch")
+engine._model = None
+engine._state["rounds"] = 3
+""", "sample")
+    assert len(caught) == 10, "\n".join(caught)
+    assert private_patches("""
+monkeypatch.setattr(engine, "extra_args", forcing)
+monkeypatch.setattr("a2x_local.lifecycle.nightly.run_build", build)
+monkeypatch.setitem(os.environ, "_A2X", "1")
+self._seen = []
+self._state["rounds"] = 3
+cls._live = None
+""", "sample") == []
+
+
+def test_no_test_replaces_a_private_name():
+    found = [hit for path in sorted((ROOT / "tests").rglob("*.py"))
+             for hit in private_patches(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert found == [], ("use a public seam (a constructor argument, a documented hook such as ScriptedEngine's "
+                         "before_round or an engine's extra_args / chat_observers, a test double of "
+                         "a2x_local.testing), not:\n" + "\n".join(found))

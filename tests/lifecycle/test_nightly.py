@@ -164,17 +164,19 @@ def test_a_second_job_on_the_same_database_is_skipped_with_exit_code_4(cli, nigh
 def test_the_nightly_build_waits_for_checkpoints_as_configured(cli, night, home, tmp_path, monkeypatch):
     config = home / "config.toml"
     config.write_text(config.read_text(encoding="utf-8") + "[registry]\ncheckpoint_wait_s = 7\n", encoding="utf-8")
-    seen = {}
+    waits: list[float | None] = []
 
-    def execute(*args, **kwargs):    # run_build reads the waits from the settings it is given
-        seen["checkpoint_wait_s"] = kwargs["waits"].checkpoint
-        raise UserError("stop here")
+    def opening(path, **kwargs):    # each time the build opens the registry: how long it would wait for it
+        waits.append(kwargs.get("lock_timeout_s"))
+        if kwargs.get("lock_timeout_s") == 7:      # the first round's checkpoint: enough seen
+            raise UserError("stop here")
+        return connect(path, **kwargs)
 
-    monkeypatch.setattr("a2x_local.taxonomy.induction.runner._execute", execute)
+    monkeypatch.setattr("a2x_local.taxonomy.induction.runner.connect", opening)
     export = write_export(tmp_path / "export.json", services(BASE, 1))
     result = cli("nightly", "--source", export, "--model", "scripted", "--report", tmp_path / "r.json")
-    assert result.code == 1 and "stop here" in result.err
-    assert seen["checkpoint_wait_s"] == 7
+    assert result.code == 1 and "could not be saved" in result.err and "stop here" in result.err, result.err
+    assert waits[-1] == 7 and 7 not in waits[:-1]         # the checkpoint's wait; the start's is lock_timeout_s
 
 
 def fail_builds(monkeypatch, error: UserError) -> None:

@@ -1,6 +1,6 @@
 """In-group pre-ranking: groups best first by a retriever's ranking, the rest held back for one more round (only for
-queries that chose nothing) or named after the described few; one retrieval per batch; the method factory builds
-the retriever only when pre-ranking is on."""
+queries that chose nothing) or named after the described few; one retrieval per batch; the method factory needs
+retrieval, and ranks with it, only when pre-ranking is on."""
 
 from __future__ import annotations
 
@@ -165,14 +165,15 @@ def test_the_a2x_method_needs_retrieval_only_when_pre_ranking_is_on(db_path, mon
     assert "retrieval" in info.value.hint
 
 
-def test_the_a2x_method_builds_its_ranker_when_pre_ranking_is_on(db_path, monkeypatch):
+def test_the_a2x_method_ranks_with_its_pre_filter_when_pre_ranking_is_on(db_path):
     store_registry_and_tree(db_path, sample_tree())
-    built = []
-    monkeypatch.setattr("a2x_local.search.llm.methods._retriever",
-                        lambda *args: built.append(args) or RankedRetriever({}))
-    method = make_method("a2x", load_settings(db=db_path), db_path, engine=ScriptedEngine(lambda r: "1"),
+    settings, ranked = load_settings(db=db_path), RankedRetriever({})
+    method = make_method("a2x", settings, db_path, engine=ScriptedEngine(lambda r: "1"), retriever=ranked,
                          prerank_min=3, prerank_share="0.5")
-    assert len(built) == 1 and method.ranker is not None and method.config.prerank_share == 0.5
-    rescue = make_method("a2x+rescue", load_settings(db=db_path), db_path, engine=ScriptedEngine(lambda r: "1"),
+    assert method.ranker is ranked and method.config.prerank_share == 0.5
+    assert make_method("a2x", settings, db_path, engine=ScriptedEngine(lambda r: "1"), retriever=ranked,
+                       prerank_min=0).ranker is None
+    rescue = make_method("a2x+rescue", settings, db_path, engine=ScriptedEngine(lambda r: "1"), retriever=ranked,
                          prerank_min=3)
-    assert len(built) == 2 and rescue.ranker is rescue.rescue
+    assert rescue.ranker is rescue.rescue is ranked
+    assert "retriever" not in method.describe()["config"]         # a run's recorded settings hold no object

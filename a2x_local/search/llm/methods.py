@@ -4,8 +4,8 @@ Each factory reads what it needs from the registry database (the active tree, wh
 services), then gets its engine, and only then builds its retrieval pre-filter: a missing tree fails before a model
 loads, and a missing or incomplete model (the engine's check of its files) fails in a second, before the embedding
 model and the indexes load (the optional libraries they need are checked first of all).
-Library callers that run several methods (evaluation, a server) pass one running engine as ``engine=``; the CLI
-passes a model.
+Library callers that run several methods (evaluation, a server) pass one running engine as ``engine=``, and may pass
+a ready pre-filter as ``retriever=``; the CLI passes a model.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from a2x_local.search.methods import MethodSpec, ProgressFactory
 from a2x_local.search.retrieval.config import RetrievalConfig
 from a2x_local.search.retrieval.corpus import Corpus, read_corpus
 from a2x_local.search.retrieval.methods import BM25_NEEDS, DENSE_NEEDS, hybrid_retriever
-from a2x_local.search.retrieval.retrievers import HybridRetriever
-from a2x_local.search.types import MODES
+from a2x_local.search.types import MODES, Retriever
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, load_active_tree
 
@@ -56,10 +55,16 @@ class LlmOptions(EngineOptions):
 
 
 class RetrievalOptions(BaseModel):
-    """The hybrid pre-filter's own options (None = the `[retrieval]` configuration)."""
+    """The hybrid pre-filter's own options (None = the `[retrieval]` configuration), or a ready pre-filter."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     embedding_model: _RETRIEVAL.embedding_model = None
     text: _RETRIEVAL.text = None
+    # A caller that holds a retriever over this registry already (a test's, with a fixed ranking) hands it over,
+    # as `engine` takes a running engine; never part of the search settings a run records.
+    retriever: Retriever | None = Field(None, exclude=True, description="a ready retriever over this registry, "
+                                        "used instead of building the hybrid pre-filter")
 
 
 class A2XOptions(LlmOptions, RetrievalOptions):
@@ -118,8 +123,11 @@ def _serving(tree: Tree | None, corpus: Corpus) -> tuple[Tree, Staleness | None]
 
 
 def _retriever(settings: Settings, corpus: Corpus, options: RetrievalOptions,
-               progress: ProgressFactory | None) -> HybridRetriever:
-    """The hybrid pre-filter over the corpus already read (its indexes built on the way when missing or stale)."""
+               progress: ProgressFactory | None) -> Retriever:
+    """The retriever given, else the hybrid pre-filter over the corpus already read (its indexes built on the way
+    when missing or stale)."""
+    if options.retriever is not None:
+        return options.retriever
     config = RetrievalConfig.from_settings(settings, text=options.text)
     return hybrid_retriever(corpus, config, embedding_model=options.embedding_model, progress=progress)
 
@@ -136,7 +144,7 @@ def _a2x(settings: Settings, db_path: Path, options: A2XOptions, progress: Progr
     # retriever is made on first need (where the [retrieval] extra is installed), never for a model that behaves.
     fallback = None
     if ranker is None and all(installed(module) for module in (*DENSE_NEEDS, *BM25_NEEDS)):
-        def fallback() -> HybridRetriever:
+        def fallback() -> Retriever:
             return _retriever(settings, corpus, options, progress)
     return A2XSearch(tree, _by_id(corpus), engine, config, ranker=ranker, stale=stale, fallback_ranker=fallback)
 
