@@ -306,7 +306,7 @@ def render_method_options() -> str:
     lines = ["| method | options (`-o KEY=VALUE`) |", "|---|---|"]
     for name in method_names():
         spec = method_spec(name)
-        own = [key for key in spec.options.model_fields if key not in engine_fields]
+        own = [key for key in spec.user_options if key not in engine_fields]
         listed = ", ".join(f"`{key}`" for key in own) or "none"
         if spec.takes_engine and engine_fields <= set(spec.options.model_fields):
             listed += "; and the engine flags' keys ([engines.md](engines.md#engine-flags))"

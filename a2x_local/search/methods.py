@@ -58,6 +58,12 @@ class MethodSpec:
         return self.engine == "required"
 
     @property
+    def user_options(self) -> tuple[str, ...]:
+        """The options a person may set (`-o KEY=VALUE`, a request's options): not the library-only ones, marked
+        ``exclude`` (a ready object such as ``retriever=``, never part of the settings a run records)."""
+        return tuple(name for name, info in self.options.model_fields.items() if not info.exclude)
+
+    @property
     def takes_engine(self) -> bool:
         """Whether the method accepts a running engine (``engine=`` option)."""
         return self.engine != "none"
@@ -140,9 +146,17 @@ def method_spec(name: str, *, offered: Iterable[str] | None = None) -> MethodSpe
 
 
 def validate_options(spec: MethodSpec, options: dict[str, Any]) -> BaseModel:
-    """Options as the method's typed model; unknown or malformed options name the option and the method."""
+    """Options as the method's typed model; unknown or malformed options name the option and the method.
+
+    A library-only option (``retriever``: a ready object) given as text, from `-o` or a configuration file, is
+    refused as not settable rather than as a value of the wrong type."""
+    library_only = [key for key, value in options.items()
+                    if isinstance(value, str) and key in spec.options.model_fields and key not in spec.user_options]
+    if library_only:
+        raise UserError(f"method '{spec.name}': {', '.join(library_only)}: not an option a run can set (a library "
+                        "caller hands a ready object)", hint=f"options '{spec.name}' accepts: {_accepted(spec)}")
     try:
-        return spec.options.model_validate(options)
+        typed = spec.options.model_validate(options)
     except ValidationError as exc:
         unknown = [".".join(map(str, error["loc"])) for error in exc.errors() if error["type"] == "extra_forbidden"]
         problems = [f"{name}: unknown option" for name in unknown]
@@ -151,9 +165,13 @@ def validate_options(spec: MethodSpec, options: dict[str, Any]) -> BaseModel:
                 spec.options.model_validate({key: v for key, v in options.items() if key not in unknown})
             except ValidationError as rest:
                 problems.insert(0, validation_problems(rest, "options"))
-        accepted = ", ".join(spec.options.model_fields) or "none"
         raise UserError(f"method '{spec.name}': {'; '.join(problems)}",
-                        hint=f"options '{spec.name}' accepts: {accepted}") from exc
+                        hint=f"options '{spec.name}' accepts: {_accepted(spec)}") from exc
+    return typed
+
+
+def _accepted(spec: MethodSpec) -> str:
+    return ", ".join(spec.user_options) or "none"
 
 
 def make_method(name: str, settings: Settings, db_path: Path | None = None, *,

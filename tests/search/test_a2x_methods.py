@@ -67,6 +67,16 @@ def test_unknown_options_name_the_method(db_path):
         make_method("a2x", load_settings(db=db_path), db_path, rrf_k=3)
 
 
+def test_a_library_only_option_given_as_text_is_not_settable(db_path, cli):
+    """`retriever=` takes a ready pre-filter from a library caller; from `-o` it is refused as not settable (and the
+    options listed in the hint are the settable ones only)."""
+    with pytest.raises(UserError, match=r"a2x.*retriever: not an option a run can set") as info:
+        make_method("a2x", load_settings(db=db_path), db_path, retriever="hybrid")
+    assert "retriever" not in info.value.hint and "preset" in info.value.hint
+    code, _, err = cli("search", "find hotels", "--method", "select", "-o", "retriever=bm25")
+    assert code == 1 and "retriever: not an option a run can set" in err
+
+
 def test_cli_refusals_exit_1_before_any_model_loads(db_path, cli):
     store_registry_and_tree(db_path)
     code, _, err = cli("search", "find hotels", "--method", "a2x",
