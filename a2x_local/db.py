@@ -301,12 +301,34 @@ def check_db_path(path: Path) -> None:
                                 "not created there", hint=_PATH_HINT, code="BadDatabasePath") from None
             continue
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UserError(f"{where}: {_loop(Path(where))}; the registry cannot be opened through it, and "
+                                "nothing was written", hint=_PATH_HINT + " (remove the looping link)",
+                                code="BadDatabasePath") from None
             raise UserError(f"{where}: cannot use it as the registry database: {exc.strerror or exc}",
                             hint=_PATH_HINT, code="BadDatabasePath") from exc
         if not stat.S_ISREG(mode):
             raise UserError(f"{where}: is {kind_of(mode)}, not a regular file; the registry database (and its "
                             "write-ahead log beside it) must be a regular file or a new path; nothing was written",
                             hint=_PATH_HINT, code="BadDatabasePath")
+
+
+def _loop(path: Path, steps: int = 8) -> str:
+    """What loops: the chain of links from ``path`` back to one seen before (`self.duckdb -> self.duckdb`), or a
+    folder on the way to it."""
+    if not path.is_symlink():
+        return "a folder on the way to it is a symbolic link that loops back on itself"
+    chain, current, seen = [path.name], path, {os.path.normpath(path)}
+    for _ in range(steps):
+        target = os.readlink(current)
+        chain.append(target)
+        current = Path(os.path.normpath(current.parent / target))
+        if str(current) in seen or not current.is_symlink():
+            break
+        seen.add(str(current))
+    else:
+        chain.append("…")
+    return f"is a symbolic link loop ({' -> '.join(chain)})"
 
 
 def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",

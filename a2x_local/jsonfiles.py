@@ -4,8 +4,9 @@ query and steps files, tree imports, run records and summaries, kept build round
 A file is refused with an error naming it (and the entry or line) when it is not a regular file once symbolic links
 are resolved (a device never ends, a named pipe blocks), larger than ``max_file_bytes`` (files are read whole, so
 their size is bounded, while reading too, not only by what the file claims), not UTF-8 (a BOM is accepted), empty,
-not JSON, or nested deeper than ``max_json_depth``: Python's decoder recurses, so a hostile file of a few kilobytes
-could exhaust the stack.
+not JSON, nested deeper than ``max_json_depth`` (Python's decoder recurses, so a hostile file of a few kilobytes
+could exhaust the stack), or holding an integer of more digits than Python converts (4,300, `long_ints`: named by
+its key path, `[0].metadata.n`).
 The limits are `[registry]` max_file_bytes and max_json_depth; `JsonLimits.defaults()` are the packaged ones.
 """
 
@@ -20,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from a2x_local import long_ints
 from a2x_local.errors import InputError
 from a2x_local.outfiles import kind_of
 from a2x_local.settings import Settings, packaged_defaults
@@ -65,20 +67,24 @@ def _packaged_limits() -> JsonLimits:
 
 
 def read_bytes(path: Path, max_bytes: int, *, what: str = "", hint: str | None = None,
-               size_hint: str = _SIZE_HINT) -> bytes:
-    """The bytes of a regular file (symbolic links resolved), at most ``max_bytes`` of them.
+               size_hint: str = _SIZE_HINT, follow_links: bool = True) -> bytes:
+    """The bytes of a regular file (symbolic links resolved, unless ``follow_links`` is False: then a link is
+    refused and the file opened with O_NOFOLLOW), at most ``max_bytes`` of them.
 
     Anything else is refused before it is opened: a device such as /dev/zero never ends, and a named pipe blocks
     until a writer comes. The size is bounded while reading, not only by the size the file claims (a file that
     grows, or a /proc file that claims 0 bytes), and the file opened is checked again (swapped in meanwhile)."""
     shown = str(path)
-    real = os.path.realpath(path)
+    real = os.path.realpath(path) if follow_links else os.path.abspath(path)
     try:
-        mode = os.stat(real).st_mode
+        mode = os.stat(real, follow_symlinks=follow_links).st_mode
+        if stat.S_ISLNK(mode):
+            raise InputError(shown, f"is a symbolic link (to {os.readlink(real)}); this file is read only as itself, "
+                             "never through a link", hint=hint or "put the file itself in the link's place")
         if stat.S_ISDIR(mode):
             raise InputError(shown, "is a folder where a file was expected",
                              hint=hint or "give a file's path, not a folder's")
-        fd = _open_regular(shown, real, mode)
+        fd = _open_regular(shown, real, mode, os.O_NOFOLLOW if not follow_links else 0)
         try:
             data = _read_bounded(fd, shown, max_bytes, size_hint)
         finally:
@@ -118,11 +124,11 @@ def _refuse_special(shown: str, real: str, mode: int) -> InputError:
                       hint="copy what it holds into a file and give that file")
 
 
-def _open_regular(shown: str, real: str, mode: int) -> int:
+def _open_regular(shown: str, real: str, mode: int, flags: int = 0) -> int:
     """A descriptor of the regular file at ``real``; non-blocking while it is checked, so a pipe never hangs."""
     if not stat.S_ISREG(mode):
         raise _refuse_special(shown, real, mode)
-    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | flags)
     opened = os.fstat(fd).st_mode
     if not stat.S_ISREG(opened):
         os.close(fd)
@@ -183,8 +189,27 @@ def parse_json(text: str, limits: JsonLimits | None, file: str, entry: str | Non
         where = f"line {exc.lineno}, column {exc.colno}" if entry is None else f"column {exc.colno}"
         raise InputError(file, f"not valid JSON (malformed JSON at {where}): {exc.msg}", entry=entry, field=field,
                          hint=hint or _SYNTAX_HINT) from exc
+    except ValueError as exc:     # the one other error of json.loads: an integer past Python's digit limit
+        raise long_number(text, file, exc, entry=entry if line is None else f"line {line}", field=field) from exc
     check_depth(value, limits.max_json_depth, file, entry=entry if line is None else f"line {line}", field=field)
     return value
+
+
+class LongIntegerError(InputError):
+    """Valid JSON but for an integer longer than Python converts (so not to be read again as JSON Lines)."""
+
+
+def long_number(text: str, file: str, exc: ValueError, *, entry: str | None = None,
+                field: str | None = None) -> InputError:
+    """The error for JSON holding an integer of more digits than Python converts (`long_ints`), naming its key
+    path; any other ValueError is reported as it is."""
+    if not long_ints.too_long(str(exc)):
+        return InputError(file, f"not valid JSON: {exc}", entry=entry, field=field, hint=_SYNTAX_HINT)
+    path = long_ints.json_path(text)
+    inner = field if not path else path if not field else f"{field}{'' if path[0] == '[' else '.'}{path}"
+    return LongIntegerError(file, f"holds an integer of more than {long_ints.max_digits():,} digits"
+                            f"{long_ints.place(text)}; no value a2x-local reads is that long", entry=entry,
+                            field=inner, hint=long_ints.HINT)
 
 
 def check_depth(value: Any, limit: int, file: str, *, entry: str | None = None, field: str | None = None) -> None:
@@ -245,7 +270,7 @@ def read_json_file(path: Path, *, what: str, hint: str, limits: JsonLimits | Non
         return JsonFile(text, lines=json_lines(text, str(path), limits))
     try:
         return JsonFile(text, value=parse_json(text, limits, str(path), hint=hint))
-    except InputError:
-        if not text.lstrip().startswith("{"):
+    except InputError as exc:
+        if not text.lstrip().startswith("{") or isinstance(exc, LongIntegerError):   # JSON: not JSON Lines
             raise
     return JsonFile(text, lines=json_lines(text, str(path), limits))

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from a2x_local import long_ints
 from a2x_local.errors import UserError
 
 DEFAULTS_PACKAGE = "a2x_local.defaults"
@@ -40,13 +41,26 @@ def read_toml(path: Path) -> dict[str, Any]:
     data = read_bytes(path, CONFIG_MAX_BYTES, what="configuration",
                       hint="give the configuration file's path ($A2X_CONFIG), not a folder's")
     try:
-        return tomllib.loads(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8") from exc
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}",
                         hint="fix the file at the line the message names (TOML: [table] headers, key = value"
                              " lines)") from exc
+    except ValueError as exc:      # tomllib's int() of more digits than Python converts (long_ints)
+        place = long_ints.toml_place(text) if long_ints.too_long(str(exc)) else ""
+        if not place:
+            raise UserError(f"{path}: not valid TOML: {exc}", hint="fix the file at the value the message names"
+                            ) from exc
+        raise UserError(f"{path}: {place}: an integer of more than {long_ints.max_digits():,} digits; no setting "
+                        "is that long", code="ConfigError", hint=long_ints.HINT) from exc
+    except RecursionError as exc:  # tomllib recurses into nested arrays and inline tables
+        raise UserError(f"{path}: arrays or inline tables nested too deeply to read (thousands of levels)",
+                        code="TooDeep", hint="no setting nests more than a few levels: fix the value of the key "
+                        "whose brackets do not close") from exc
 
 
 @cache
@@ -110,7 +124,33 @@ class Settings:
 def home_dir(environ: Mapping[str, str] | None = None) -> Path:
     """$A2X_HOME, else ~/.a2x-local: where the user's config.toml, registry and logs live."""
     env = os.environ if environ is None else environ
-    return Path(env.get("A2X_HOME") or Path.home() / ".a2x-local").expanduser().resolve()
+    return resolved(Path(env.get("A2X_HOME") or Path.home() / ".a2x-local").expanduser())
+
+
+def resolved(path: Path) -> Path:
+    """``path`` absolute, links resolved where they lead somewhere: `os.path.realpath`, which leaves a link loop as
+    it is (pathlib's resolve() raises a bare RuntimeError there), so whoever opens it reports the loop by name."""
+    return Path(os.path.realpath(path))
+
+
+def folder_like(text: str) -> bool:
+    """Whether a path as typed names a folder: it ends in '/' (or '/.', '/..'), which pathlib drops without a word
+    (`Path("new.duckdb/")` is `new.duckdb`), so a file would be made where the user named a folder."""
+    return text.endswith(("/", os.sep)) or os.path.basename(text) in (".", "..")
+
+
+def check_db_text(text: str, where: str) -> None:
+    """The registry path as given (`--db`, `$A2X_DB`, `[paths] db`): a file's path, never one that names a folder."""
+    if text and folder_like(text):
+        raise UserError(f"{where} {text!r} names a folder (it ends with '/' or a '.' step); the registry database is "
+                        "a file, so nothing was created", code="BadDatabasePath",
+                        hint="name the file itself: registry.duckdb, or FOLDER/registry.duckdb for one in a folder")
+
+
+def db_option(text: str) -> Path:
+    """`--db` as typed (a typer parser: pathlib would drop a trailing '/' before any check could see it)."""
+    check_db_text(text, "--db")
+    return Path(text)
 
 
 def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -126,25 +166,27 @@ def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | Non
 
     paths = config.get("paths", {})
     db_value = db or env.get("A2X_DB") or paths.get("db", "registry.duckdb")
+    if isinstance(db_value, str):      # --db arrives as a Path (its own check, cli.options.db_path_option)
+        check_db_text(db_value, "$A2X_DB" if not db and env.get("A2X_DB") else "[paths] db" if not db else "--db")
     db_path = Path(db_value).expanduser()
     if not db_path.is_absolute():
         db_path = (Path.cwd() if (db or env.get("A2X_DB")) else home) / db_path
     models_dir = Path(env.get("A2X_MODELS_DIR") or paths["models_dir"]).expanduser()
     if not models_dir.is_absolute():
         models_dir = (Path.cwd() if env.get("A2X_MODELS_DIR") else home) / models_dir
-    return Settings(home=home, db_path=_database_path(db_path), models_dir=models_dir.resolve(), config=config,
+    return Settings(home=home, db_path=_database_path(db_path), models_dir=resolved(models_dir), config=config,
                     files=tuple(files))
 
 
 def _database_path(path: Path) -> Path:
-    """The registry path, links resolved (its log and lock files are then beside the file itself); a link to nothing
-    or out of its own folder stays the link, so opening the registry refuses it (`db.check_db_path`) instead of
-    creating or writing a database wherever the link points."""
-    resolved = path.resolve()
-    folder = path.parent.resolve()
-    if path.is_symlink() and (not resolved.exists() or resolved.parent != folder):
+    """The registry path, links resolved (its log and lock files are then beside the file itself); a link to nothing,
+    out of its own folder or into a loop stays the link, so opening the registry refuses it (`db.check_db_path`)
+    instead of creating or writing a database wherever the link points."""
+    target = resolved(path)
+    folder = resolved(path.parent)
+    if path.is_symlink() and (not target.exists() or target.parent != folder):
         return folder / path.name
-    return resolved
+    return target
 
 
 def validation_problems(exc: ValidationError, root: str = "value") -> str:
@@ -287,8 +329,9 @@ def _unknown_names(path: Path, data: Mapping[str, Any]) -> list[_Problem]:
         if name not in tables:
             problems.append(_Problem(f"{path}: unknown table [{name}]", name, tuple(tables), table=True))
         elif not isinstance(table, Mapping):
-            problems.append(_Problem(f"{path}: [{name}] must be a table, not a single value", name, tuple(tables),
-                                     table=True))
+            problems.append(_Problem(f"{path}: {name} is given a single value, but {name} must be a table", name,
+                                     note=f"write [{name}] on a line of its own, then its keys below "
+                                     "it, one `key = value` a line"))
         elif name in _SECTIONS:
             problems += _unknown_keys(path, name, table, _SECTIONS[name])
         elif name in _NAMED_TABLES:
@@ -322,10 +365,14 @@ def _bad_values(settings: Settings) -> list[_Problem]:
         except ValidationError as exc:
             for error in exc.errors():
                 keys, rest = _key_of(_table(settings.config, section), error["loc"])
-                setters = [path for path, data in layers if keys and _sets(data, [*section.split("."), *keys])]
-                where = f"{setters[-1]}: " if setters else ""
+                if keys:
+                    setters = [path for path, data in layers if _sets(data, [*section.split("."), *keys])][-1:]
+                else:      # a check of the whole table (default_k <= max_k): every file that sets some of it
+                    setters = [path for path, data in layers if _sets(data, section.split("."))]
+                where = f"{', '.join(map(str, setters))}: " if setters else ""
                 table = ".".join([section, *keys[:-1]])
-                problems.append(_Problem(f"{where}[{table}] {keys[-1] if keys else 'table'}{rest}: {error['msg']}"))
+                named = f"[{table}] {keys[-1]}{rest}" if keys else f"[{table}] (the table as a whole)"
+                problems.append(_Problem(f"{where}{named}: {error['msg']}"))
     return problems
 
 

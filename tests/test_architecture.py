@@ -45,8 +45,8 @@ TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "Rand
                 "SelectEverything", "FirstOption", "Rambler")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "outfiles", "overrides", "prompts",
-        "provenance", "settings", "text"}
+CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "long_ints", "outfiles", "overrides",
+        "prompts", "provenance", "settings", "text"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
                 if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
 

@@ -156,3 +156,49 @@ def test_a_database_link_out_of_its_folder_is_refused_naming_both(tmp_path: Path
         assert f"hint: point --db (or $A2X_DB) at {target} itself" in done.stderr
     assert sorted(p.name for p in elsewhere.iterdir()) == names and target.read_bytes() == data
     assert beside(link) == []
+
+
+# --- issue 32, fourth round: loops and paths that name a folder ------------------------------------------------------
+
+def in_process(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str]:
+    """`a2x-local ARGS` run in this process (no Python start): its exit code and stderr."""
+    from a2x_local.cli import run
+
+    capsys.readouterr()
+    code = run([str(arg) for arg in args])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape", ["itself", "each other"])
+def test_a_database_link_that_loops_is_refused_naming_the_loop(tmp_path: Path, home: Path, capsys, shape: str):
+    """Before: `ln -s self.duckdb self.duckdb` (or two links to each other) as --db was "unexpected RuntimeError:
+    Symlink loop ... this is a bug" in ingest, stats, services list and index (pathlib's resolve() raises)."""
+    db = tmp_path / "self.duckdb"
+    if shape == "itself":
+        os.symlink(db.name, db)
+        chain = "self.duckdb -> self.duckdb"
+    else:
+        os.symlink("other.duckdb", db)
+        os.symlink(db.name, tmp_path / "other.duckdb")
+        chain = "self.duckdb -> other.duckdb -> self.duckdb"
+    names = sorted(p.name for p in tmp_path.iterdir())
+    for command in (("ingest", SAMPLE), ("stats",), ("services", "list"), ("index",)):
+        code, err = in_process(capsys, *command, "--db", db)
+        assert code == 1, (command, err)
+        assert f"{db}: is a symbolic link loop ({chain})" in err and "hint:" in err, (command, err)
+        assert "this is a bug" not in err and "RuntimeError" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+
+
+@pytest.mark.parametrize("given", ["new.duckdb/", "new.duckdb/.", "sub/.."])
+def test_a_database_path_that_names_a_folder_creates_nothing(tmp_path: Path, home: Path, capsys,
+                                                             monkeypatch: pytest.MonkeyPatch, given: str):
+    """Before: `--db new.duckdb/` created a regular file new.duckdb (pathlib drops the trailing slash)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    code, err = in_process(capsys, "ingest", SAMPLE, "--db", given)
+    assert code == 1 and f"--db {given!r} names a folder" in err and "hint: name the file itself" in err, err
+    monkeypatch.setenv("A2X_DB", given)
+    code, err = in_process(capsys, "stats")
+    assert code == 1 and f"$A2X_DB {given!r} names a folder" in err, err
+    assert not (tmp_path / "new.duckdb").exists() and list((tmp_path / "sub").iterdir()) == []

@@ -34,8 +34,11 @@ def _error_classes() -> dict[str, type[A2XError]]:
 
 
 def _sets_its_code(cls: type[A2XError]) -> bool:
-    init = cls.__dict__.get("__init__")
-    return init is not None and "code=" in inspect.getsource(init)
+    """Whether the __init__ the class runs (its own or the nearest inherited one) sets the code."""
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__:
+            return klass is not A2XError and "code=" in inspect.getsource(klass.__dict__["__init__"])
+    return False
 
 
 def codes_sent() -> set[str]:

@@ -126,3 +126,34 @@ def test_no_module_reads_json_files_by_itself():
     assert not found, "read JSON files through a2x_local.jsonfiles (bounded):\n" + "\n".join(found)
     probe = ast.parse("json.loads(path.read_text())").body[0].value
     assert isinstance(probe, ast.Call) and _reads_a_file_as_json(probe), "the check finds what it looks for"
+
+
+@pytest.mark.parametrize("number", ["9" * 5000, "-" + "1" * 4301])
+def test_an_integer_of_thousands_of_digits_is_an_error_naming_file_field_and_place(tmp_path: Path, number: str):
+    """Issue 32, fourth round: `ingest huge.json --dry-run` with metadata {"n": 9...9} was "unexpected ValueError:
+    Exceeds the limit (4300 digits) ... this is a bug"."""
+    path = tmp_path / "huge.json"
+    path.write_text('[{"id": "svc.two", "metadata": {"n": ' + number + "}}]")
+    with pytest.raises(InputError, match="holds an integer of more than 4,300 digits at line 1, column 38") as caught:
+        read_json(path)
+    assert str(path) in caught.value.message and "field '[0].metadata.n'" in caught.value.message
+    path.write_text('{"n": ' + "9" * 4300 + "}")          # at the limit: read as before
+    assert read_json(path) == {"n": int("9" * 4300)}
+
+
+def test_a_long_integer_is_named_in_json_lines_and_pretty_json_and_a_long_float_is_read(tmp_path: Path):
+    """A JSON Lines file names the line; a JSON document over several lines starting with "{" is not read again as
+    JSON Lines (which would hide the number behind "line 1 is not valid JSON"); digits in a string or a float's are
+    no integer."""
+    lines = tmp_path / "services.jsonl"
+    lines.write_text('{"id": "a"}\n{"id": "b", "metadata": {"n": ' + "9" * 5000 + "}}\n")
+    with pytest.raises(InputError, match="4,300 digits") as caught:
+        read_json_file(lines, what="services", hint="")
+    assert "entry line 2: field 'metadata.n'" in caught.value.message, caught.value.message
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text('{\n  "s": "' + "9" * 5000 + '",\n  "n": ' + "9" * 5000 + "\n}\n")
+    with pytest.raises(InputError, match="at line 3, column 8") as caught:
+        read_json_file(pretty, what="services", hint="")
+    assert "field 'n'" in caught.value.message, caught.value.message
+    pretty.write_text('{"f": ' + "9" * 5000 + ".5}")
+    assert read_json(pretty)["f"] > 1e300

@@ -303,3 +303,47 @@ def test_the_cli_shows_the_wait_on_stderr(tmp_path: Path):
     assert done.returncode == 1 and "RegistryBusy" not in done.stdout
     assert f"waiting for the registry write lock, held by process {holder.process.pid}: nightly" in done.stderr, \
         done.stderr
+
+
+# --- issue 32, fourth round: every configuration error names its file ------------------------------------------------
+
+def refused(tmp_path: Path, text: str) -> UserError:
+    """The error a configuration file holding ``text`` gets, when it is read or checked."""
+    _section_configs()
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    with pytest.raises(UserError) as caught:
+        check_config(load_settings(db=tmp_path / "r.duckdb", environ={"A2X_HOME": str(tmp_path / "home"),
+                                                                        "A2X_CONFIG": str(config)}))
+    assert str(config) in caught.value.message, caught.value.message
+    return caught.value
+
+
+def test_a_whole_table_check_names_the_file_that_set_the_table(tmp_path: Path):
+    """Before: `default_k > max_k` said "invalid configuration: [serve] table: ..." without the file."""
+    error = refused(tmp_path, "[serve]\ndefault_k = 150\nmax_k = 100\n")
+    assert "[serve] (the table as a whole)" in error.message and "default_k" in error.message, error.message
+
+
+def test_a_single_value_where_a_table_belongs_says_it_must_be_a_table(tmp_path: Path):
+    """Before: `registry = 5` got the hint "did you mean [registry]?"."""
+    error = refused(tmp_path, "registry = 5\n")
+    assert "registry must be a table" in error.message and "did you mean" not in (error.hint or ""), error
+    assert "write [registry] on a line of its own" in (error.hint or ""), error.hint
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("[registry]\nmax_json_depth = " + "9" * 5000 + "\n", "[registry] max_json_depth at line 2, column 18"),
+    ("[serve]\nmax_k = 1_" + "0" * 4400 + "\n", "[serve] max_k at line 2, column 9"),
+])
+def test_an_integer_of_thousands_of_digits_names_file_table_key_and_place(tmp_path: Path, text: str, said: str):
+    """Before: "unexpected ValueError: Exceeds the limit (4300 digits) ... this is a bug"."""
+    error = refused(tmp_path, text)
+    assert said in error.message and "more than 4,300 digits" in error.message, error.message
+    assert "this is a bug" not in error.message
+
+
+def test_brackets_nested_too_deeply_name_the_file(tmp_path: Path):
+    """Before: 200,000 nested brackets gave "the input is nested too deeply to process" naming no file."""
+    error = refused(tmp_path, "[serve]\nks = " + "[" * 5000 + "\n")
+    assert "nested too deeply" in error.message and error.code == "TooDeep", error.message

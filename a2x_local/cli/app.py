@@ -16,7 +16,7 @@ import typer
 
 from a2x_local import provenance
 from a2x_local.llm import send_startup_output_to
-from a2x_local.settings import home_dir
+from a2x_local.settings import db_option, home_dir
 
 ENGINE_LOG = "logs/engine.log"
 # Libraries that turn on their own debug logging when imported (bm25s sets DEBUG on its logger): a server's stderr
@@ -63,7 +63,8 @@ def _version(value: bool) -> None:
 
 def _root(
     ctx: typer.Context,
-    db: Annotated[Path | None, typer.Option("--db", help="Registry database for every sub-command.")] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Registry database for every sub-command.",
+                                            parser=db_option, metavar="PATH")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show engine start-up output (vLLM, torch) "
                                           f"here instead of in $A2X_HOME/{ENGINE_LOG}, and libraries' debug "
                                           "lines.")] = False,

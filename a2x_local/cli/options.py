@@ -32,12 +32,12 @@ from a2x_local.llm import (
 from a2x_local.locks import RegistryLock
 from a2x_local.overrides import field_bounds
 from a2x_local.search import MODES, MethodFlags, ModeError, check_queries, method_names, method_spec, parse_option_pairs
-from a2x_local.settings import Settings, check_config, load_settings
+from a2x_local.settings import Settings, check_config, db_option, load_settings
 
 DbOption = Annotated[
     Path | None,
     typer.Option("--db", help="Registry database file (default: $A2X_DB, else $A2X_HOME/registry.duckdb).",
-                 show_default=False),
+                 show_default=False, parser=db_option, metavar="PATH"),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 

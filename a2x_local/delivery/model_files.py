@@ -4,8 +4,10 @@ A model folder is regular files and folders. The walk never follows a link to a 
 would loop), refuses a link that leaves the model folder, any file that is not a regular one (a named pipe
 blocks a reader, a device never ends) and a sparse file (a 1 TiB file of holes costs nothing to make and half an
 hour to hash), and stops at `MAX_FILES`: `models pack` refuses what it finds, `models verify` reports it.
-Names and paths follow one rule on both sides: the archive's folder is one plain path segment, and every path
-inside it is relative, without `.`, `..` or empty parts, so nothing can land outside `NAME/`.
+Names and paths follow one rule on both sides: the archive's folder is one plain path segment that fits a file
+name with the suffixes a pack adds (`NAME_MAX_BYTES` of UTF-8), and every path inside it is relative, without `.`,
+`..` or empty parts, control characters or bytes that are not UTF-8, so nothing can land outside `NAME/` and what
+`models pack` writes its own `models verify` accepts.
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ MANIFEST = "a2x-model-manifest.json"
 # folder of a million empty entries from tying a check up.
 MAX_FILES = 10_000
 NAME_MAX_CHARS = 200
+# A file name holds at most 255 bytes (ext4, xfs, btrfs); a pack writes NAME.manifest.json.partial beside the archive.
+NAME_MAX_BYTES = 255 - len(".manifest.json.partial")
 # Below this size a file is never called sparse: small files may have no blocks of their own (btrfs keeps them inline).
 SPARSE_MIN_BYTES = 1 << 20
 # The hub's download bookkeeping (`hf download --local-dir` writes .cache/huggingface/): not part of the model.
 SKIPPED_DIRS = frozenset({".cache"})
-NAME_HINT = "give --name one folder name, e.g. Qwen2.5-7B-Instruct (no '/', no leading '.' or '-')"
+NAME_HINT = ("give --name one folder name, e.g. Qwen2.5-7B-Instruct (no '/', no leading '.' or '-', at most 200 "
+             "characters and 233 bytes of UTF-8)")
 
 # What makes a file part of the model (a folder whose such files are not all in its manifest is not intact).
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx", ".npz")
@@ -47,14 +52,36 @@ def name_problem(name: str) -> str | None:
         return "holds a '/' or '\\': it must be one folder name, not a path"
     if name[0] in ".-":
         return "starts with '.' or '-' ('..' leaves the folder, a dot hides it, a dash reads as an option)"
-    return id_problem(name)
+    problem = id_problem(name)
+    if problem is not None:
+        return problem
+    size = len(name.encode("utf-8"))
+    if size > NAME_MAX_BYTES:
+        return (f"is {size} bytes in UTF-8, over the {NAME_MAX_BYTES} a file name leaves it (255 bytes, less the "
+                "'.manifest.json.partial' a pack adds)")
+    return None
 
 
 def check_name(name: str, where: str = "model name") -> str:
     problem = name_problem(name)
     if problem is not None:
-        raise UserError(f"{where} {name[:NAME_MAX_CHARS]!r} {problem}", hint=NAME_HINT, code="BadModelName")
+        raise UserError(f"{where} {escaped(name[:NAME_MAX_CHARS])} {problem}", hint=NAME_HINT, code="BadModelName")
     return name
+
+
+def escaped(text: str) -> str:
+    """``text`` quoted as it can be shown and copied: control and invisible characters as escapes (\\n, \\x1b,
+    \\u202e), and the bytes of a file name that are not UTF-8 (read as surrogate escapes) as \\xff."""
+    shown = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable() and char not in "'\\":
+            shown.append(char)
+        else:
+            shown.append(repr(char)[1:-1] if char not in "'\\" else f"\\{char}")
+    return "'" + "".join(shown) + "'"
 
 
 def path_problem(rel: str) -> str | None:
@@ -111,7 +138,7 @@ def walk_model(folder: Path, *, limit: int = MAX_FILES) -> FolderWalk:
                 walk.problems.append(f"the folder holds more than {limit:,} files and folders; a model holds a few "
                                      "hundred at most")
                 return walk
-            problem = _entry_problem(item, rel, root)
+            problem = _name_problem(rel) or _entry_problem(item, rel, root)
             if problem is not None:
                 walk.problems.append(problem)
                 walk.refused.add(rel)
@@ -121,6 +148,17 @@ def walk_model(folder: Path, *, limit: int = MAX_FILES) -> FolderWalk:
                 walk.files.append(rel)
     walk.files.sort()
     return walk
+
+
+def _name_problem(rel: str) -> str | None:
+    """Why a path found in the folder cannot be a path of a packed model (a line break, a control character, bytes
+    that are not UTF-8: the manifest could not hold it, or verify would refuse it), shown escaped."""
+    problem = path_problem(rel)
+    if problem is None:
+        return None
+    if any(0xDC80 <= ord(char) <= 0xDCFF for char in rel):
+        problem = "its name is not UTF-8 text (a manifest holds only UTF-8 names)"
+    return f"{escaped(rel)}: {problem}; rename it"
 
 
 def _entry_problem(item: os.DirEntry[str], rel: str, root: str) -> str | None:
@@ -157,6 +195,16 @@ def sparse_problem(file: str | int, info: os.stat_result, rel: str) -> str | Non
     FUSE mounts report no blocks at all, while holes are what make a huge file cost nothing. Weights are written
     whole, so a file with holes is damaged (an interrupted download) or made to tie a hash up for hours; it is
     refused before a byte is read, and `models verify` answers in seconds whatever size a file claims."""
+    hole = hole_at(file, info)
+    if hole is None:
+        return None
+    return (f"{rel}: a sparse file ({info.st_size:,} bytes, {info.st_blocks * 512:,} of them on disk, a hole at byte "
+            f"{hole:,}); model files are written whole, so this one is damaged (an interrupted copy?) or planted; "
+            "not read")
+
+
+def hole_at(file: str | int, info: os.stat_result) -> int | None:
+    """Where the first hole of a sparse regular file lies (see `sparse_problem`), else None."""
     on_disk = info.st_blocks * 512
     if info.st_size < SPARSE_MIN_BYTES or on_disk * 2 >= info.st_size:
         return None
@@ -165,16 +213,16 @@ def sparse_problem(file: str | int, info: os.stat_result, rel: str) -> str | Non
     except OSError:
         return None                   # not readable: the reader that opens it next says why
     try:
+        position = os.lseek(fd, 0, os.SEEK_CUR) if isinstance(file, int) else 0
         hole = os.lseek(fd, 0, os.SEEK_HOLE)
+        if isinstance(file, int):
+            os.lseek(fd, position, os.SEEK_SET)
     except OSError:
         return None                   # the file system cannot tell: few blocks alone prove nothing
     finally:
         if not isinstance(file, int):
             os.close(fd)
-    if hole >= info.st_size:
-        return None
-    return (f"{rel}: a sparse file ({info.st_size:,} bytes, {on_disk:,} of them on disk, a hole at byte {hole:,}); "
-            "model files are written whole, so this one is damaged (an interrupted copy?) or planted; not read")
+    return hole if hole < info.st_size else None
 
 
 def inside(folder: Path, rel: str) -> Path | None:

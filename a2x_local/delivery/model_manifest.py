@@ -106,6 +106,9 @@ def decode(data: bytes, where: str) -> str:
 
 
 def read_manifest(path: Path) -> Manifest:
-    """A manifest file (beside an archive, or in an unpacked folder): a regular file, bounded, then checked."""
-    data = read_bytes(path, MANIFEST_MAX_BYTES, what="model manifest", size_hint=SIZE_HINT)
+    """A manifest file (beside an archive, or in an unpacked folder): a regular file itself, never a link (one to a
+    manifest elsewhere would vouch for a folder it never described), bounded, then checked."""
+    data = read_bytes(path, MANIFEST_MAX_BYTES, what="model manifest", size_hint=SIZE_HINT, follow_links=False,
+                      hint="put the manifest that came with the archive in its place (the archive holds a copy: "
+                      "`tar -xf NAME.tar NAME/a2x-model-manifest.json`)")
     return parse_manifest(decode(data, str(path)), str(path))

@@ -7,9 +7,10 @@ the same manifest is written beside it, to read without opening the archive. Has
 
 Both sides hold the rules of `model_files.py` (what a model folder may hold) and `model_manifest.py` (a manifest is
 bounded, checked input). An archive is intact only when every member is a regular file or folder strictly inside
-`NAME/`, listed once, with the manifest's size and hash; sizes are compared with the tar headers (and the archive's
-own size) before anything is hashed, so a small archive that claims a terabyte is refused at once, and at most
-`MAX_MEMBERS` members are read and `MAX_PROBLEMS` problems listed (with a count of the rest).
+`NAME/`, with a name no other member has, listed once, with the manifest's size and hash. The headers are read
+bounded first (`model_tar.py`: no large extended header, at most `MAX_MEMBERS` members, sizes checked against the
+archive's size and what it holds on disk, an archive with holes refused), so a small archive that claims a terabyte
+is refused before anything is hashed; at most `MAX_PROBLEMS` problems are listed (with a count of the rest).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from typing import IO, Any
 
 from a2x_local.delivery.model_files import (
     MANIFEST,
-    MAX_FILES,
     check_name,
+    escaped,
+    hole_at,
     inside,
     is_model_file,
     is_weight_file,
@@ -46,17 +48,24 @@ from a2x_local.delivery.model_manifest import (
     parse_manifest,
     read_manifest,
 )
+from a2x_local.delivery.model_tar import (
+    COPY_HINT,
+    MAX_MEMBERS,
+    check_allocated,
+    kind,
+    members,
+    name_problems,
+    open_tar,
+)
+from a2x_local.delivery.model_tar import shown as member_shown
 from a2x_local.errors import InputError, UserError
 from a2x_local.jsonfiles import open_regular
 
+__all__ = ["MAX_MEMBERS", "MAX_PROBLEMS", "ModelToPack", "PackReport", "VerifyReport", "pack_model", "verify_model"]
+
 _BLOCK = 1 << 20
-MAX_MEMBERS = MAX_FILES          # members of one archive (files and folders), the manifest besides
 MAX_PROBLEMS = 100               # problems listed by one verify; the rest are counted
 _TAIL_MAX = 1 << 20              # the zero blocks a tar ends with (10 KiB from tarfile and GNU tar's defaults)
-_COPY_HINT = "copy the archive again from the connected machine, or pack the model again there"
-_MEMBER_KINDS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE:
-                 "a character device", tarfile.BLKTYPE: "a block device", tarfile.FIFOTYPE: "a named pipe (FIFO)",
-                 tarfile.CONTTYPE: "a contiguous file", tarfile.GNUTYPE_SPARSE: "a sparse member"}
 
 Tick = Callable[[int], None]  # called with the bytes just read
 Progress = Callable[[str, int], Tick]  # (label, total bytes) -> a tick for one progress bar
@@ -171,11 +180,7 @@ def pack_model(model: ModelToPack, out_dir: Path, progress: Progress | None = No
                 "checked_with": model.checked_with, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "files": entries, "total_bytes": sum(e["bytes"] for e in entries)}
     data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"{out_dir}: cannot create the folder for the archive: {exc.strerror or exc}",
-                        hint="give --out a folder you can write") from exc
+    folders = _make_folders(out_dir)
     partials = [archive.with_name(archive.name + ".partial"), manifest_path.with_name(manifest_path.name + ".partial")]
     created: list[Path] = []
     try:
@@ -195,7 +200,28 @@ def pack_model(model: ModelToPack, out_dir: Path, progress: Progress | None = No
         if not archive.exists() or partials[0].exists():
             for path in created:
                 path.unlink(missing_ok=True)
+            for made in reversed(folders):    # only the folders this pack made, and only while empty
+                try:
+                    made.rmdir()
+                except OSError:
+                    break
     return PackReport(archive, manifest_path, len(entries), manifest["total_bytes"])
+
+
+def _make_folders(out_dir: Path) -> list[Path]:
+    """Create ``out_dir`` and its missing parents; the ones created, outermost first (removed again on failure)."""
+    missing = [folder for folder in (out_dir, *out_dir.parents) if not os.path.lexists(folder)][::-1]
+    made = []
+    try:
+        for folder in missing:
+            folder.mkdir()
+            made.append(folder)
+    except OSError as exc:
+        for folder in reversed(made):
+            folder.rmdir()
+        raise UserError(f"{out_dir}: cannot create the folder for the archive: {exc.strerror or exc}",
+                        hint="give --out a folder you can write") from exc
+    return made
 
 
 def _write_archive(raw: IO[bytes], name: str, entries: list[dict[str, Any]], sources: dict[str, Path | None],
@@ -295,40 +321,17 @@ def _verify_folder(folder: Path, progress: Progress | None) -> VerifyReport:
     return report
 
 
-def _kind(member: tarfile.TarInfo) -> str:
-    return "a sparse member" if member.issparse() else _MEMBER_KINDS.get(member.type, f"of tar type {member.type!r}")
-
-
 def _verify_archive(archive: Path, progress: Progress | None) -> VerifyReport:
     with os.fdopen(open_regular(archive), "rb") as raw:
-        size = os.fstat(raw.fileno()).st_size
-        try:
-            tar = tarfile.open(fileobj=raw, mode="r:")  # noqa: SIM115  (closed below; the open alone can fail)
-        except tarfile.TarError as exc:
-            raise UserError(f"{archive}: neither a model archive (.tar) nor a model folder ({exc})",
-                            hint="give the NAME.tar that `models pack` wrote, or the folder unpacked from it") from exc
-        with tar:
-            try:
-                return _check_archive(archive, tar, raw, size, progress)
-            except (tarfile.TarError, EOFError) as exc:
-                raise InputError(str(archive), f"cannot be read as a tar archive ({exc}): damaged or truncated",
-                                 hint=_COPY_HINT) from exc
-
-
-def _members(archive: Path, tar: tarfile.TarFile, size: int) -> list[tarfile.TarInfo]:
-    """The archive's members (headers only, at most MAX_MEMBERS); a header whose data would end past the archive
-    is refused at once: tarfile would take the end of the file for the end of the archive and hide what follows."""
-    members = []
-    for member in tar:
-        members.append(member)
-        if len(members) > MAX_MEMBERS + 1:
-            raise InputError(str(archive), f"holds more than {MAX_MEMBERS:,} members; a packed model holds one per "
-                             "file (a few hundred at most)", hint=_COPY_HINT)
-        if member.isreg() and not member.issparse() and member.offset_data + member.size > size:
-            raise InputError(str(archive), f"the archive ends inside this member (its header says {member.size:,} "
-                             f"bytes, {max(0, size - member.offset_data):,} follow): truncated or damaged",
-                             entry=member.name, hint=_COPY_HINT)
-    return members
+        info = os.fstat(raw.fileno())
+        hole = hole_at(raw.fileno(), info)
+        if hole is not None:
+            raise InputError(str(archive), f"is a sparse file ({info.st_size:,} bytes, {info.st_blocks * 512:,} of "
+                             f"them on disk, a hole at byte {hole:,}): an archive `models pack` writes is written "
+                             "whole; this one is damaged (an interrupted copy?) or claims sizes it does not hold",
+                             hint=COPY_HINT)
+        with open_tar(archive, raw) as tar:
+            return _check_archive(archive, tar, raw, info, progress)
 
 
 def _read_manifest_member(archive: Path, tar: tarfile.TarFile, members: list[tarfile.TarInfo],
@@ -339,32 +342,40 @@ def _read_manifest_member(archive: Path, tar: tarfile.TarFile, members: list[tar
         raise UserError(f"{archive}: the archive has no {MANIFEST}", hint="pack the model with `models pack`")
     if len(found) > 1:
         raise InputError(str(archive), f"holds {len(found)} manifests ({', '.join(m.name for m in found[:3])})",
-                         hint=_COPY_HINT)
+                         hint=COPY_HINT)
     member = found[0]
     name = member.name.split("/")[0]
+    shown = escaped(member.name)[1:-1]
     problem = name_problem(name)
     if problem is not None:
-        raise InputError(str(archive), f"the archive's folder {name[:200]!r} {problem}", entry=member.name,
+        raise InputError(str(archive), f"the archive's folder {escaped(name[:200])} {problem}", entry=shown,
                          hint="this archive was not written by `models pack`: do not unpack it")
     if not member.isreg() or member.issparse():
-        raise InputError(str(archive), f"the manifest is {_kind(member)}, not a regular file", entry=member.name,
-                         hint=_COPY_HINT)
+        raise InputError(str(archive), f"the manifest is {kind(member)}, not a regular file", entry=shown,
+                         hint=COPY_HINT)
     if member.size > MANIFEST_MAX_BYTES:
         raise InputError(str(archive), f"the manifest is {member.size:,} bytes, over the limit of "
-                         f"{MANIFEST_MAX_BYTES:,}", entry=member.name, hint=SIZE_HINT)
+                         f"{MANIFEST_MAX_BYTES:,}", entry=shown, hint=SIZE_HINT)
     if member.offset_data + member.size > size:
-        raise InputError(str(archive), "the archive ends inside the manifest: truncated", entry=member.name,
-                         hint=_COPY_HINT)
+        raise InputError(str(archive), "the archive ends inside the manifest: truncated", entry=shown,
+                         hint=COPY_HINT)
     stream = tar.extractfile(member)
-    data = stream.read(member.size) if stream is not None else b""
+    data = b""
+    while stream is not None and len(data) < member.size:     # in blocks: no read over READ_MAX
+        block = stream.read(min(_BLOCK, member.size - len(data)))
+        if not block:
+            break
+        data += block
     where = f"{archive}:{member.name}"
     return member, parse_manifest(decode(data, where), where)
 
 
-def _check_archive(archive: Path, tar: tarfile.TarFile, raw: IO[bytes], size: int,
+def _check_archive(archive: Path, tar: tarfile.TarFile, raw: IO[bytes], info: os.stat_result,
                    progress: Progress | None) -> VerifyReport:
-    members = _members(archive, tar, size)
-    manifest_member, manifest = _read_manifest_member(archive, tar, members, size)
+    size = info.st_size
+    found = members(archive, tar, size)
+    check_allocated(archive, found, info)
+    manifest_member, manifest = _read_manifest_member(archive, tar, found, size)
     name = manifest_member.name.split("/")[0]
     report = VerifyReport(archive, manifest.name, manifest.alias)
     if manifest.name != name:
@@ -375,8 +386,10 @@ def _check_archive(archive: Path, tar: tarfile.TarFile, raw: IO[bytes], size: in
                        " truncated, or not what it claims")
     expected = manifest.by_path()
     tick = progress(f"checking {report.name}", manifest.total_bytes) if progress else None
+    for problem in name_problems(found):
+        report.problem(problem)
     seen: set[str] = set()
-    for member in members:
+    for member in found:
         if member is not manifest_member:
             _check_member(report, tar, member, name, expected, seen, size, tick)
     for rel in sorted(set(expected) - seen):
@@ -392,13 +405,13 @@ def _check_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.Ta
                   expected: dict[str, Any], seen: set[str], size: int, tick: Tick | None) -> None:
     """One member: inside NAME/, a folder or a regular file listed once, with the manifest's size (checked against
     the header and the archive's size before a byte is hashed) and hash."""
-    shown = member.name
-    if shown == name and member.isdir():      # the folder itself (GNU tar writes it first)
+    shown = member_shown(member)
+    if member.name == name and member.isdir():      # the folder itself (GNU tar writes it first)
         return
-    if not shown.startswith(f"{name}/"):
+    if not member.name.startswith(f"{name}/"):
         report.problem(f"{shown}: outside the archive's folder {name}/ (it would unpack elsewhere)")
         return
-    rel = shown[len(name) + 1:]
+    rel = member.name[len(name) + 1:]
     problem = path_problem(rel)
     if problem is not None:
         report.problem(f"{shown}: {problem}")
@@ -406,11 +419,10 @@ def _check_member(report: VerifyReport, tar: tarfile.TarFile, member: tarfile.Ta
     if member.isdir():
         return
     if not member.isreg() or member.issparse():
-        report.problem(f"{shown}: is {_kind(member)}, not a regular file; a packed model holds only regular files "
+        report.problem(f"{shown}: is {kind(member)}, not a regular file; a packed model holds only regular files "
                        "and folders")
         return
-    if rel in seen:
-        report.problem(f"{rel}: appears twice in the archive (the second would replace the first)")
+    if rel in seen:        # named by name_problems
         return
     seen.add(rel)
     entry = expected.get(rel)

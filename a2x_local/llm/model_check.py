@@ -1,11 +1,16 @@
 """Is a model folder complete and loadable, and how much GPU memory will it need? Answered without loading weights.
 
 Reads config.json, loads the tokenizer (small), and reads only the headers of the safetensors shards: that finds
-missing or truncated files and counts parameters exactly, in about a second even for a 32B model.
+missing or truncated files and counts parameters exactly, in about a second even for a 32B model. Before any file
+is opened, every entry of the folder is looked at: one that is neither a folder nor a regular file (links followed,
+as the hub's cache links its files) is a problem and nothing is loaded, since a named pipe named like a shard blocks
+whatever opens it (safetensors, transformers) and a device never ends.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,8 +18,12 @@ from typing import Any
 from a2x_local.errors import InputError
 from a2x_local.jsonfiles import parse_json, read_json, read_text
 from a2x_local.llm.models import ModelAlias, force_offline
+from a2x_local.outfiles import kind_of
 
 GIB = 1024**3
+# A model folder holds a few hundred entries at most; past this the folder given is not a model's (the same bound as
+# a packed model's, delivery's MAX_FILES: llm sits below delivery, so it keeps its own).
+MAX_ENTRIES = 10_000
 DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "float8": 1}
 SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                      "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
@@ -88,6 +97,12 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
             f"{path} is {kind}, not a model folder: the vllm and transformers engines load a Hugging Face folder "
             f"(config.json, tokenizer files, *.safetensors).{convert}")
         return result
+    if not path.is_dir():
+        result.problems.append(f"{path} is {kind_of(os.stat(path).st_mode)}, not a model folder.")
+        return result
+    result.problems += _special_entries(path)
+    if result.problems:      # nothing is opened: any of them could block the reader
+        return result
     config = _check_config(path, result, fetch)
     _check_tokenizer(path, result, load_tokenizer)
     _check_weights(path, result, fetch)
@@ -95,6 +110,30 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
         result.memory = estimate_memory(config, result, dtype=dtype, max_model_len=max_model_len,
                                         tensor_parallel_size=tensor_parallel_size)
     return result
+
+
+def _special_entries(path: Path) -> list[str]:
+    """The folder's entries that are neither folders nor regular files once links are followed (a broken link is
+    left to the checks below, which find the file missing), and too many entries, all before a file is opened."""
+    problems = []
+    try:
+        with os.scandir(path) as entries:
+            for count, item in enumerate(entries, start=1):
+                if count > MAX_ENTRIES:
+                    return [f"{path} holds more than {MAX_ENTRIES:,} entries; a model folder holds a few hundred at "
+                            "most: give the model's own folder."]
+                try:
+                    mode = os.stat(item.path).st_mode
+                except OSError:
+                    continue
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    link = f" (a link to {os.path.realpath(item.path)})" if item.is_symlink() else ""
+                    problems.append(f"{item.path}{link} is {kind_of(mode)}, not a regular file: nothing in the folder "
+                                    "is opened while it is there (a reader would block or never end); remove it, or "
+                                    "copy the real file in its place.")
+    except OSError as exc:
+        return [f"{path} cannot be listed ({exc.strerror or exc}): check its permissions."]
+    return problems
 
 
 def _fetch_hint(entry: ModelAlias | None, alias: str | None) -> str:

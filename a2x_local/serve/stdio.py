@@ -55,7 +55,7 @@ def refusal(line: str) -> dict[str, Any] | None:
     cannot be taken gets no answer (JSON-RPC never answers notifications), only a log line."""
     try:
         message = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:   # ValueError: not JSON, or an integer past Python's digit limit
         return _error(None, PARSE_ERROR, f"Parse error: not JSON ({exc.__class__.__name__}: {printable(str(exc))})")
     try:
         jsonrpc_message_adapter.validate_json(line, by_name=False)

@@ -14,13 +14,14 @@ import shutil
 import stat
 import subprocess
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from a2x_local.delivery import ModelToPack, pack_model, verify_model
+from a2x_local.delivery import ModelToPack, model_pack, pack_model, verify_model
 from a2x_local.delivery.model_files import sparse_problem
 from a2x_local.delivery.model_pack import MAX_MEMBERS, MAX_PROBLEMS
 from a2x_local.errors import InputError, UserError
@@ -467,3 +468,256 @@ def test_pack_and_verify_accept_ordinary_model_names(model_folder: Path, tmp_pat
     for name in ("Qwen2.5-7B-Instruct", "tiny_qwen2", "Modèle 7B"):
         report = pack_model(ModelToPack(model_folder, name), tmp_path / "out")
         assert verify_model(report.archive).ok
+
+
+# --- issue 32, fourth round: what the third round's probes of the same classes found ------------------------------
+
+FILES = {"config.json": CONFIG, "model.safetensors": WEIGHTS}
+
+
+def directory(name: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE
+    return info
+
+
+def regular(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, data
+
+
+def raw_tar(path: Path, parts: list[tuple[tarfile.TarInfo, bytes | int]], *, fmt: int = tarfile.PAX_FORMAT) -> Path:
+    """A tar written header by header: data as bytes, or an int of bytes left as a hole (seeked over)."""
+    with path.open("wb") as out:
+        for info, data in parts:
+            out.write(info.tobuf(fmt, "utf-8", "surrogateescape"))
+            if isinstance(data, int):
+                out.seek(-(-data // 512) * 512, os.SEEK_CUR)
+            else:
+                out.write(data + b"\0" * (-len(data) % 512))
+        out.write(b"\0" * 1024)
+        out.truncate()
+    return path
+
+
+def extended(kind: bytes, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+    """A GNU long name (L) or pax (x) header of ``data``, as tarfile reads it before the member it names."""
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = kind, len(data)
+    return info, data
+
+
+def with_manifest(name: str, parts: list[tuple[tarfile.TarInfo, bytes | int]],
+                  files: dict[str, bytes] = FILES) -> list[tuple[tarfile.TarInfo, bytes | int]]:
+    manifest = json.dumps(manifest_of(name, [entry(rel, data) for rel, data in files.items()])).encode()
+    return [*(regular(f"{name}/{rel}", data) for rel, data in files.items()), *parts,
+            regular(f"{name}/{MANIFEST}", manifest)]
+
+
+@pytest.mark.parametrize("shape", ["a folder after the file", "a folder before the file", "the folder twice",
+                                   "a member inside a file"])
+def test_members_sharing_a_name_whatever_their_types_are_not_intact(tmp_path: Path, shape: str):
+    """Before: `m/config.json` (right hash) followed by a folder of that name was intact (the folder was skipped
+    before the duplicate check); unpacked, the folder stands where the config was."""
+    parts: dict[str, list[tuple[tarfile.TarInfo, bytes | int]]] = {
+        "a folder after the file": [(directory("m/config.json"), b"")],
+        "a folder before the file": [],
+        "the folder twice": [(directory("m"), b""), (directory("m"), b"")],
+        "a member inside a file": [regular("m/config.json/x", b"x")],
+    }
+    members = with_manifest("m", parts[shape])
+    if shape == "a folder before the file":
+        members.insert(0, (directory("m/config.json"), b""))
+    said = refused(raw_tar(tmp_path / "m.tar", members))
+    expected = "inside 'm/config.json', which the archive holds as a file" if shape == "a member inside a file" \
+        else "appears twice in the archive"
+    assert expected in said, said
+
+
+HOLE_BYTES = 4 << 20
+
+
+def archive_with_a_hole(tmp_path: Path) -> tuple[Path, bytes]:
+    """An archive whose 4 MiB member is all holes (skipped when written), its true hash (of zeros) listed; and the
+    manifest it holds."""
+    listed = {**FILES, "model-00002.safetensors": bytes(HOLE_BYTES)}
+    manifest = json.dumps(manifest_of("m", [entry(rel, data) for rel, data in listed.items()])).encode()
+    hole = tarfile.TarInfo("m/model-00002.safetensors")
+    hole.size = HOLE_BYTES
+    archive = raw_tar(tmp_path / "m.tar", [*(regular(f"m/{rel}", data) for rel, data in FILES.items()),
+                                           (hole, HOLE_BYTES), regular(f"m/{MANIFEST}", manifest)])
+    return archive, manifest
+
+
+def test_a_sparse_archive_is_refused_before_a_member_is_hashed(tmp_path: Path):
+    """Before: a tar with holes (276 KB on disk claiming 1 TiB) had its holes hashed; here a 4 MiB member of holes
+    whose true hash (of zeros) the manifest lists was intact. Now the archive itself is refused as sparse."""
+    archive, _ = archive_with_a_hole(tmp_path)
+    if sparse_problem(str(archive), os.stat(archive), "m.tar") is None:
+        pytest.skip("this file system does not report holes")
+    with pytest.raises(InputError, match="is a sparse file") as caught:
+        verify_model(archive)
+    assert str(archive) in caught.value.message
+
+
+def test_members_are_bounded_by_the_archive_s_blocks_where_holes_cannot_be_told(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
+    """Where the file system cannot report holes (SEEK_HOLE finds none), the blocks it allocated still tell: members
+    claiming more than twice what the archive holds on disk are refused before a byte is hashed."""
+    archive, manifest = archive_with_a_hole(tmp_path)
+    if not 0 < os.stat(archive).st_blocks * 512 * 2 < HOLE_BYTES:
+        pytest.skip("this file system wrote the hole out (or reports no blocks)")
+    monkeypatch.setattr(model_pack, "hole_at", lambda *_: None)
+    started: list[str] = []       # verify opens its progress bar only when it starts hashing
+
+    def progress(label: str, total: int):
+        started.append(label)
+        return lambda done: None
+
+    with pytest.raises(InputError, match="bytes on disk") as caught:
+        verify_model(archive, progress)
+    claimed = HOLE_BYTES + len(CONFIG) + len(WEIGHTS) + len(manifest)
+    assert str(archive) in caught.value.message and f"claim {claimed:,} bytes" in caught.value.message, \
+        caught.value.message
+    assert not started
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE])
+def test_an_extended_header_over_the_bound_is_refused_before_it_is_read(tmp_path: Path, kind: bytes):
+    """Before: tarfile read a GNU long name or a pax header whole, in one read of the size its header claims (1 GiB
+    of holes: 1.13 GB RSS). Now no read over 1 MiB is made: refused naming the archive, the header's place and size.
+    (Here 2 MiB of real bytes, so that the archive is not sparse.)"""
+    big = b"p" * (2 << 20) if kind == tarfile.GNUTYPE_LONGNAME else b"2097174 comment=" + b"p" * (2097174 - 17) + b"\n"
+    archive = raw_tar(tmp_path / "m.tar", with_manifest("m", [extended(kind, big), regular("m/x", b"x")]))
+    with pytest.raises(InputError, match="extended header") as caught:
+        verify_model(archive)
+    assert str(archive) in caught.value.message and f"{-(-len(big) // 512) * 512:,} bytes" in caught.value.message
+
+
+def pax_record(key: str, value: str) -> bytes:
+    """One pax attribute, `LEN key=value` with LEN counting itself."""
+    body = f" {key}={value}\n".encode()
+    size = len(body) + 1
+    while len(str(size)) + len(body) != size:
+        size += 1
+    return str(size).encode() + body
+
+
+@pytest.mark.parametrize(("record", "said"), [
+    (pax_record("path", "m/" + "d/" * 2500 + "x"), "over the 4,096 any path may be"),
+    (pax_record("comment", "c" * (20 << 10)), "bytes of pax attributes, over the 16,384"),
+])
+def test_names_and_pax_attributes_are_bounded_per_member(tmp_path: Path, record: bytes, said: str):
+    """Within the 1 MiB a single read may take, 10,000 members could still carry gigabytes of names and attributes,
+    all held at once: each member's are bounded, and refused at the member."""
+    archive = raw_tar(tmp_path / "m.tar", with_manifest("m", [extended(tarfile.XHDTYPE, record), regular("m/x", b"")]))
+    with pytest.raises(InputError, match=said) as caught:
+        verify_model(archive)
+    assert str(archive) in caught.value.message
+
+
+def test_an_empty_long_name_is_named_by_where_it_lies(tmp_path: Path):
+    """Before: a GNU long name of nothing gave a problem starting ": outside the archive's folder"."""
+    archive = raw_tar(tmp_path / "m.tar", with_manifest("m", [extended(tarfile.GNUTYPE_LONGNAME, b"\0"),
+                                                              regular("m/x", b"x")]), fmt=tarfile.GNU_FORMAT)
+    said = refused(archive)
+    assert "(its name is empty)" in said and "the member at byte" in said, said
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE])
+def test_a_chain_of_extended_headers_is_an_error_naming_the_archive(tmp_path: Path, kind: bytes):
+    """Before: 5,000 chained long names or pax headers gave "the input is nested too deeply to process" (tarfile
+    recurses once per header), naming no file."""
+    body = b"m/abc\0" if kind == tarfile.GNUTYPE_LONGNAME else b"14 path=m/abc\n"
+    archive = raw_tar(tmp_path / "m.tar", with_manifest("m", [*[extended(kind, body)] * 1500, regular("m/x", b"")]))
+    with pytest.raises(InputError, match="chain of hundreds of extended headers") as caught:
+        verify_model(archive)
+    assert str(archive) in caught.value.message
+
+
+def test_a_manifest_number_of_thousands_of_digits_names_the_archive_and_field(tmp_path: Path):
+    """Before: "unexpected ValueError: Exceeds the limit (4300 digits) ... this is a bug"."""
+    manifest = json.dumps(manifest_of("m", [entry(rel, data) for rel, data in FILES.items()]))
+    manifest = manifest.replace(f'"bytes": {len(CONFIG)}', '"bytes": ' + "9" * 5000)
+    archive = write_tar(tmp_path / "m.tar", [*((f"m/{rel}", data) for rel, data in FILES.items()),
+                                             (f"m/{MANIFEST}", manifest.encode())])
+    with pytest.raises(InputError, match="holds an integer of more than 4,300 digits at line 1") as caught:
+        verify_model(archive)
+    assert f"{archive}:m/{MANIFEST}" in caught.value.message and "field 'files[0].bytes'" in caught.value.message
+
+
+@pytest.mark.parametrize("where", ["folder", "beside the archive"])
+def test_a_manifest_that_is_a_link_is_refused(model_folder: Path, tmp_path: Path, where: str):
+    """Before: a folder's manifest linked to one outside it (describing a folder with these files) said intact,
+    and the manifest beside an archive was followed the same way."""
+    elsewhere = tmp_path / "elsewhere.json"
+    if where == "folder":
+        target = unpacked(model_folder, tmp_path) / MANIFEST
+        checked = target.parent
+    else:
+        report = pack_model(ModelToPack(model_folder, "my-model"), tmp_path / "out")
+        target, checked = report.manifest, report.archive
+    shutil.copy(target, elsewhere)
+    target.unlink()
+    os.symlink(elsewhere, target)
+    with pytest.raises(InputError, match="is a symbolic link") as caught:
+        verify_model(checked)
+    assert str(target) in caught.value.message
+
+
+@pytest.mark.timeout(120)
+def test_models_check_opens_nothing_while_a_named_pipe_is_in_the_folder(model_folder: Path):
+    """Before: `models check` (and `models pack`, which runs it first) hung forever on a FIFO named like a shard:
+    safetensors opened it (holding the GIL, so the check runs in a child). A watcher here opens the pipe's other end
+    whenever a reader waits (freeing the old code), and records it: no reader may ever wait."""
+    fifo = model_folder / "model-00002-of-00002.safetensors"
+    os.mkfifo(fifo)
+    readers: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.05):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                readers.append(time.monotonic())
+            except OSError:
+                pass                     # ENXIO: nobody has it open for reading
+
+    code = ("import json, sys; from pathlib import Path; from a2x_local.llm.model_check import check_model; "
+            "print(json.dumps(check_model(Path(sys.argv[1]), load_tokenizer=False).problems))")
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        done_check = subprocess.run(python_command(code, str(model_folder)), env=tree_env(), capture_output=True,
+                                    text=True, timeout=90)
+    finally:
+        done.set()
+        watcher.join()
+    assert done_check.returncode == 0, done_check.stderr
+    problems = json.loads(done_check.stdout)
+    assert not readers, f"the named pipe was opened for reading: {problems}"
+    assert any(str(fifo) in problem and "named pipe" in problem for problem in problems), problems
+
+
+@pytest.mark.parametrize("name", [b"n\xff.txt", b"notes\nconfig.json", b"n\x1b[2J.txt", "a\u202eb.txt".encode()])
+def test_pack_refuses_a_file_name_its_verify_would_refuse(model_folder: Path, tmp_path: Path, name: bytes):
+    """Before: bytes that are not UTF-8 were "unexpected UnicodeEncodeError ... this is a bug"; a line break, an
+    escape or a bidi control was packed, into an archive its own verify then refused. Now pack refuses, naming the
+    file escaped, and writes nothing."""
+    os.close(os.open(os.fsencode(model_folder) + b"/" + name, os.O_WRONLY | os.O_CREAT, 0o644))
+    with pytest.raises(UserError) as caught:
+        pack_model(ModelToPack(model_folder, "my-model"), tmp_path / "out")
+    shown = repr(name)[2:-1] if b"\xff" in name else repr(name.decode())[1:-1]
+    assert f"'{shown}'" in caught.value.message and "rename it" in caught.value.message, caught.value.message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_name_is_bounded_by_its_bytes_not_only_its_characters(model_folder: Path, tmp_path: Path):
+    """Before: 200 CJK characters (600 bytes) passed the 200-character check, then failed with "File name too long"
+    and a hint about free space, leaving --out behind empty. Now refused by bytes first; 77 of them (231 bytes) pack."""
+    with pytest.raises(UserError, match="is 600 bytes in UTF-8") as caught:
+        pack_model(ModelToPack(model_folder, "模" * 200), tmp_path / "out")
+    assert caught.value.code == "BadModelName" and not (tmp_path / "out").exists()
+    report = pack_model(ModelToPack(model_folder, "模" * 77), tmp_path / "out")
+    assert verify_model(report.archive).ok

@@ -279,3 +279,44 @@ def test_deep_links_say_what_they_run_and_leave_nothing_of_the_previous_one(db_p
         go("#/service/%E0%A4%A")
         until(browser, lambda: "not valid percent-encoding" in message.text)
         assert "%E0%A4%A" in message.text
+
+
+def test_links_the_page_cannot_run_as_written_are_errors_naming_what_exists(db_path, tmp_path, browser):
+    """Issue 32, fourth round: a k out of bounds was changed without a word (`k=-5` ran with 1; `0`, `abc` and an
+    empty k with 10; `1e9` with max_k); unknown pages (`#/nosuch`, `#/SEARCH`, `#search`, `#/search/`) showed
+    nothing; an unknown parameter, or `type` on a plan, was dropped; `#/service/%2E%2E` fetched /v1/ (the browser
+    resolves a `..` step, encoded or not) and showed a bare "Not Found". Each is now an error, and nothing runs."""
+    from selenium.webdriver.common.by import By
+
+    page_registry(db_path)
+    query = quote("weather forecast")
+    with running_server(db_path, tmp_path / "home") as url:
+        browser.get(url + "/#/search?q=" + query + "&method=bm25&k=3")
+        wait_for(browser, "#results li[data-service]")
+        message = browser.find_element(By.ID, "message")
+
+        def shows(hash_: str, *said: str) -> None:
+            browser.execute_script("location.hash = '#/search?q=';")       # a clean page between the cases
+            until(browser, lambda: message.text == "")
+            browser.execute_script("location.hash = arguments[0];", hash_)
+            until(browser, lambda: bool(browser.find_elements(By.CSS_SELECTOR, "#message .error")))
+            assert all(text in message.text for text in said), (hash_, message.text)
+            assert not browser.find_elements(By.CSS_SELECTOR, "#results li, #plan li"), hash_
+
+        for k in ("-5", "0", "abc", "", "1e9", "101", "2.5"):
+            shows(f"#/search?q={query}&k={quote(k)}", "k in this link must be a whole number from 1 to 100",
+                  f"it is '{k}'")
+        shows(f"#/plan?q={query}&k=0", "from 1 to 100")
+        for page in ("/nosuch", "/SEARCH", "search", "/search/"):
+            shows(f"#{page}?q={query}", f"unknown page '#{page}'", "#/search?q=", "#/plan?q=", "#/service/ID")
+        shows(f"#/search?q={query}&mode=nosuch", "unknown parameter 'mode' in this #/search link",
+              "q, method, type and k")
+        shows(f"#/plan?q={query}&type=a2a", "unknown parameter 'type' in this #/plan link", "q, method and k")
+        shows(f"#/search?q={query}&k=3&k=4", "'k' is given twice")
+        for step in ("%2E%2E", "%2e", ".."):
+            shows("#/service/" + step, "is not a service id: no id is '.' or '..'")
+        shows("#/service/", "this link names no service")
+
+        browser.execute_script("location.hash = arguments[0];", f"#/search?q={query}&method=bm25&k=100")
+        until(browser, lambda: bool(browser.find_elements(By.CSS_SELECTOR, "#results li[data-service]")))
+        assert "error" not in message.get_attribute("innerHTML")

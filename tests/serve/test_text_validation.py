@@ -70,6 +70,9 @@ def test_every_search_path_passes_the_same_validation(cli, registry_db):
      {"id": 7, "code": -32602, "where": "params.arguments.q"}),
     ('{"jsonrpc": "2.0", "id": "a", "result": 5, "error": 6}', {"id": "a", "code": -32600}),
     ('[1, 2', {"id": None, "code": -32700}),
+    # issue 32, fourth round: an integer of 5,000 digits was a ValueError out of the loop, not a parse error
+    ('{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"n": ' + "9" * 5000 + "}}",
+     {"id": None, "code": -32700}),
 ])
 def test_lines_the_sdk_would_drop_are_answered(line, answer):
     found = refusal(line)

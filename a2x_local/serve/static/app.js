@@ -222,9 +222,9 @@ async function loadTree() {
 
 // --- search ---------------------------------------------------------------------------------------------------------
 
+// The controls as a request; route() has checked k (a link's, or the box's through linkTo) before a request is sent.
 function searchBody() {
-  const k = Math.min(Math.max(Number($("k").value) || limits.default_k, 1), limits.max_k);
-  $("k").value = k;
+  const k = Number($("k").value) || limits.default_k;
   const body = { query: $("query").value.trim(), method: $("method").value || null, k };
   if ($("type").value) body.type = $("type").value;
   return body;
@@ -394,6 +394,47 @@ async function showService(id) {
 
 // --- deep links: #/search?q=..., #/plan?q=..., #/service/ID ---------------------------------------------------------
 
+// The pages a link opens and the parameters each takes: anything else in a link is an error on the page, never
+// dropped (a link that silently ran something other than it says would mislead whoever shared it).
+const PAGES = { "/search": ["q", "method", "type", "k"], "/plan": ["q", "method", "k"] };
+const PAGE_LIST = "#/search?q=…, #/plan?q=… and #/service/ID";
+
+// A part of a link as an error shows it: cut, since a link may hold anything.
+function quoted(text) {
+  return "'" + (text.length > 80 ? text.slice(0, 80) + "…" : text) + "'";
+}
+
+function listed(names) {
+  return names.length > 1 ? names.slice(0, -1).join(", ") + " and " + names[names.length - 1] : names.join("");
+}
+
+// Why a link's service id cannot be fetched, or null: '.' and '..' are path steps the browser resolves away (even
+// encoded as %2E%2E), so the page would fetch /v1/ instead; no registry id is either.
+function serviceIdProblem(id) {
+  if (!id) return "this link names no service: #/service/ID";
+  if (id === "." || id === "..") {
+    return "'" + id + "' is not a service id: no id is '.' or '..' (a browser resolves such a path step away)";
+  }
+  return null;
+}
+
+// Why a link's parameters cannot run as they are, or null: an unknown or repeated parameter, a bad k.
+function paramsProblem(path, params) {
+  const allowed = PAGES[path];
+  for (const key of new Set(params.keys())) {
+    if (!allowed.includes(key)) {
+      return "unknown parameter " + quoted(key) + " in this #" + path + " link; it takes " + listed(allowed);
+    }
+    if (params.getAll(key).length > 1) return quoted(key) + " is given twice in this link; give it once";
+  }
+  const k = params.get("k");
+  if (k !== null && !(/^[0-9]{1,9}$/.test(k) && Number(k) >= 1 && Number(k) <= limits.max_k)) {
+    return "k in this link must be a whole number from 1 to " + limits.max_k + " (this server's bounds); it is " +
+      quoted(k);
+  }
+  return null;
+}
+
 // A link says everything it runs: what it leaves out (method, k, type) is the default, never the previous link's.
 function route() {
   const hash = location.hash.replace(/^#/, "");
@@ -406,50 +447,68 @@ function route() {
       failed(new Error("this link's service id is not valid percent-encoding: " + encoded));
       return;
     }
-    showService(id);
+    const problem = serviceIdProblem(id);
+    if (problem) failed(new Error(problem));
+    else showService(id);
     return;
   }
-  const [path, query] = hash.split("?");
-  const params = new URLSearchParams(query || "");
-  const text = (params.get("q") || "").trim();
-  if ((path === "/search" || path === "/plan") && text) {
-    const method = params.get("method");
-    const offered = Array.from($("method").options, (option) => option.value);
-    if (method && !offered.includes(method)) {
-      failed(new Error("unknown search method '" + method + "' in this link; choose one of: " +
-        (offered.length ? offered.join(", ") : "none (this server offers no search method now)")));
-      return;
-    }
-    // A search link's type must be one the registry holds: a select given another value shows "all types", so the
-    // link would silently search everything.
-    const type = path === "/search" ? params.get("type") || "" : "";
-    const types = Array.from($("type").options, (option) => option.value).filter(Boolean);
-    if (type && !types.includes(type)) {
-      failed(new Error("unknown service type '" + type + "' in this link; choose one of: " +
-        (types.length ? types.join(", ") : "none (this registry holds no services now)")));
-      return;
-    }
-    $("query").value = text;
-    $("method").value = method || defaultMethod;
-    $("k").value = params.get("k") || limits.default_k;
-    if (path === "/plan") {
-      runPlan(planBody());
-      return;
-    }
-    $("type").value = type;
-    runSearch(searchBody());
-  } else if (path === "/" || path === "" || path === "/search" || path === "/plan") {
-    clearWork();     // no link, or one without a query: nothing to run, and nothing of the previous one stays
+  const mark = hash.indexOf("?");
+  const path = mark < 0 ? hash : hash.slice(0, mark);
+  if (path === "/" || path === "") {
+    clearWork();     // no link: nothing to run, and nothing of the previous one stays
+    return;
   }
+  if (!PAGES[path]) {
+    failed(new Error("unknown page " + quoted("#" + path) + " in this link; this page opens " + PAGE_LIST));
+    return;
+  }
+  const params = new URLSearchParams(mark < 0 ? "" : hash.slice(mark + 1));
+  const problem = paramsProblem(path, params);
+  if (problem) {
+    failed(new Error(problem));
+    return;
+  }
+  const text = (params.get("q") || "").trim();
+  if (!text) {
+    clearWork();     // a link without a query: nothing to run, and nothing of the previous one stays
+    return;
+  }
+  const method = params.get("method");
+  const offered = Array.from($("method").options, (option) => option.value);
+  if (method && !offered.includes(method)) {
+    failed(new Error("unknown search method '" + method + "' in this link; choose one of: " +
+      (offered.length ? offered.join(", ") : "none (this server offers no search method now)")));
+    return;
+  }
+  // A search link's type must be one the registry holds: a select given another value shows "all types", so the
+  // link would silently search everything.
+  const type = path === "/search" ? params.get("type") || "" : "";
+  const types = Array.from($("type").options, (option) => option.value).filter(Boolean);
+  if (type && !types.includes(type)) {
+    failed(new Error("unknown service type '" + type + "' in this link; choose one of: " +
+      (types.length ? types.join(", ") : "none (this registry holds no services now)")));
+    return;
+  }
+  $("query").value = text;
+  $("method").value = method || defaultMethod;
+  $("k").value = params.get("k") || limits.default_k;
+  if (path === "/plan") {
+    runPlan(planBody());
+    return;
+  }
+  $("type").value = type;
+  runSearch(searchBody());
 }
 
+// The controls as a link: k as typed (empty: the default), so a k out of bounds is an error the link shows, not a
+// number changed without a word.
 function linkTo(kind) {
   const body = searchBody();
   if (!body.query) return;
   const params = new URLSearchParams({ q: body.query });
   if (body.method) params.set("method", body.method);
   if (kind === "search" && body.type) params.set("type", body.type);
-  params.set("k", body.k);
+  params.set("k", $("k").value.trim() || String(limits.default_k));
   const hash = "#/" + kind + "?" + params.toString();
   if (location.hash === hash) route();        // the same link again: run it again
   else location.hash = hash;
