@@ -34,7 +34,7 @@ from a2x_local.errors import (
     ReadOnlyDatabaseError,
     UserError,
 )
-from a2x_local.outfiles import kind_of
+from a2x_local.outfiles import describe_loop, kind_of
 from a2x_local.settings import packaged_default
 
 log = logging.getLogger("a2x_local.db")
@@ -302,7 +302,7 @@ def check_db_path(path: Path) -> None:
             continue
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise UserError(f"{where}: {_loop(Path(where))}; the registry cannot be opened through it, and "
+                raise UserError(f"{where}: {describe_loop(Path(where))}; the registry cannot be opened through it, and "
                                 "nothing was written", hint=_PATH_HINT + " (remove the looping link)",
                                 code="BadDatabasePath") from None
             raise UserError(f"{where}: cannot use it as the registry database: {exc.strerror or exc}",
@@ -311,24 +311,6 @@ def check_db_path(path: Path) -> None:
             raise UserError(f"{where}: is {kind_of(mode)}, not a regular file; the registry database (and its "
                             "write-ahead log beside it) must be a regular file or a new path; nothing was written",
                             hint=_PATH_HINT, code="BadDatabasePath")
-
-
-def _loop(path: Path, steps: int = 8) -> str:
-    """What loops: the chain of links from ``path`` back to one seen before (`self.duckdb -> self.duckdb`), or a
-    folder on the way to it."""
-    if not path.is_symlink():
-        return "a folder on the way to it is a symbolic link that loops back on itself"
-    chain, current, seen = [path.name], path, {os.path.normpath(path)}
-    for _ in range(steps):
-        target = os.readlink(current)
-        chain.append(target)
-        current = Path(os.path.normpath(current.parent / target))
-        if str(current) in seen or not current.is_symlink():
-            break
-        seen.add(str(current))
-    else:
-        chain.append("…")
-    return f"is a symbolic link loop ({' -> '.join(chain)})"
 
 
 def open_database(path: Path, *, lock_timeout_s: float | None = None, mode: Mode = "write",

@@ -94,3 +94,21 @@ def open_append(path: Path | str, *, what: str = "output file", buffering: int =
     os.set_blocking(fd, True)
     with os.fdopen(fd, "a", encoding="utf-8", buffering=buffering) as handle:
         yield handle
+
+
+def describe_loop(path: Path, steps: int = 8) -> str:
+    """What loops, for an error about ``path`` that the system calls ELOOP: the chain of links from ``path`` back
+    to one seen before (`self.duckdb -> self.duckdb`), or a folder on the way to it."""
+    if not path.is_symlink():
+        return "a folder on the way to it is a symbolic link that loops back on itself"
+    chain, current, seen = [path.name], path, {os.path.normpath(path)}
+    for _ in range(steps):
+        target = os.readlink(current)
+        chain.append(target)
+        current = Path(os.path.normpath(current.parent / target))
+        if str(current) in seen or not current.is_symlink():
+            break
+        seen.add(str(current))
+    else:
+        chain.append("…")
+    return f"is a symbolic link loop ({' -> '.join(chain)})"

@@ -269,7 +269,7 @@ def verify_command(
 
     Example: a2x-local models verify /media/usb/qwen2.5-7b.tar
     """
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():     # a link loop: verify_model names it
         raise UserError(f"{path}: no such file or folder", hint="give the archive or the unpacked model folder")
     with progress_reporter(json_output, "models") as bars:
         report = verify_model(path, bars)

@@ -3,6 +3,8 @@
 #
 #   ./install.sh VENV [--registry DB] [--force]
 #
+# VENV and DB are taken from the folder you run it from (not the bundle's); an empty path or one holding a control
+# character is refused. Everything below is checked before anything is made or changed.
 # 1. checks the whole bundle first: every file SHA256SUMS lists is a regular file inside it (no link on the way) and
 #    matches; wheels/ is a folder holding nothing SHA256SUMS does not list by its exact path;
 # 2. VENV must be new, empty, or a virtual environment a bundle installed into before (it holds the marker
@@ -14,8 +16,9 @@
 # 5. over an earlier bundle's install (an upgrade), removes what that bundle installed and this one does not carry
 #    (only packages its marker lists, still at the version it lists), then writes the marker, which lists only
 #    packages this bundle carries that were absent before it ran or that the earlier marker listed;
-# 6. with --registry DB: copies DB to DB.before-BUNDLE_ID first, then opens it once with the new a2x-local, which
-#    applies the registry's migrations and records this bundle in its history (`a2x-local stats --db DB`).
+# 6. with --registry DB (a regular file, or a link to one in its own folder; its .wal a regular file or absent):
+#    copies DB to DB.before-BUNDLE_ID (never over one already there), then opens it once with the new a2x-local,
+#    which applies the registry's migrations and records this bundle in its history (`a2x-local stats --db DB`).
 # Stop any a2x-local process that uses the registry (serve, nightly) before an upgrade, and start it again after.
 set -euo pipefail
 
@@ -24,17 +27,51 @@ usage() { echo "usage: $0 VENV [--registry DB] [--force]" >&2; exit 2; }
 fail() { echo "install: error: $1" >&2; [ -n "${2:-}" ] && echo "install: hint: $2" >&2; exit 1; }
 
 [ $# -ge 1 ] || usage
-case "$1" in -h|--help) sed -n '2,19p' "$0"; exit 0 ;; -*) usage ;; esac
+case "$1" in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; -*) usage ;; esac
 venv="$1"; shift
 registry=""
+registry_given=""
 force=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --registry) [ $# -ge 2 ] || usage; registry="$2"; shift 2 ;;
+    --registry) [ $# -ge 2 ] || usage; registry="$2"; registry_given=1; shift 2 ;;
     --force) force=1; shift ;;
     *) usage ;;
   esac
 done
+
+# --- 0. the arguments: checked, and made absolute from the folder install.sh was run from, before any cd --------
+# A control character (a line break, a tab, an escape) is in no path an operator means to give; an empty one is an
+# unset variable ("$VENV"): `python -m venv ""` would make the environment in the current folder, and "$venv/bin/python"
+# would be /bin/python, the system's own interpreter.
+control="$(printf '\001\002\003\004\005\006\007\010\011\012\013\014\015\016\017\020\021\022\023\024\025\026\027\030\031\032\033\034\035\036\037\177.')"
+control="${control%.}"
+ran_from=""
+absolute() {  # absolute WHAT PATH: sets $resolved to PATH, relative to the folder install.sh was run from
+  local what="$1" path="$2"
+  [ -n "$path" ] || fail "$what is empty (an unset variable?); nothing was made" "give the path itself: $3"
+  if [[ "$path" == *[$control]* ]]; then
+    fail "$what $(printf '%q' "$path") holds a control character (a line break, a tab, an escape); nothing was made" \
+      "give a path without one: $3"
+  fi
+  if [[ "$path" != /* ]]; then
+    if [ -z "$ran_from" ]; then
+      ran_from="$(pwd -P 2>/dev/null && echo .)" && ran_from="${ran_from%$'\n.'}" && [ -n "$ran_from" ] \
+        || fail "the folder install.sh was run from cannot be found (removed?), so $what $path means nothing" \
+          "give an absolute path, or run install.sh from an existing folder"
+    fi
+    path="${ran_from%/}/$path"
+    [[ "$path" != *[$control]* ]] \
+      || fail "$what $(printf '%q' "$path") (from the folder install.sh was run from) holds a control character" \
+        "give an absolute path without one: $3"
+    echo "install: $what $2 is $path (a relative path is taken from the folder install.sh was run from)" >&2
+  fi
+  resolved="$path"
+}
+absolute VENV "$venv" "./install.sh /opt/a2x-local/venv"; venv="$resolved"
+if [ -n "$registry_given" ]; then
+  absolute "--registry" "$registry" "--registry /var/lib/a2x-local/registry.duckdb"; registry="$resolved"
+fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
@@ -193,15 +230,66 @@ PY
     "if a bundle installed into $venv, install into a new folder instead; if none did, remove the marker and run again with --force (nothing is then removed)"
 fi
 
+# The registry, checked whole before anything changes (a2x-local refuses the same things, but only after the
+# environment would have been upgraded and the marker written): a regular file, a link to one only inside its own
+# folder; its write-ahead log (beside the file the link leads to, where DuckDB keeps it) a regular file or absent,
+# never a link; the copy's name one the file system can hold, and free.
 if [ -n "$registry" ]; then
-  [ -f "$registry" ] || fail "$registry: no such registry (or not a regular file)" "give the registry file the install serves (--db)"
+  registry_hint="give the registry file the install serves (--db)"
+  kind() {  # what a path is, in words: stat's name for it, with named pipes and devices called so
+    case "$(stat -L -c %F -- "$1" 2>/dev/null || echo unknown)" in
+      fifo) echo "a named pipe (FIFO)" ;; "character special file") echo "a character device" ;;
+      "block special file") echo "a block device" ;; socket) echo "a socket" ;; directory) echo "a folder" ;;
+      *) echo "not a regular file" ;;
+    esac
+  }
+  while [[ "$registry" == */ && "$registry" != / ]]; do registry="${registry%/}"; done
+  registry_dir="$(dirname -- "$registry")"
+  registry_real="$registry"
+  if [ -L "$registry" ]; then
+    pointed="$(printf '%q' "$(readlink -- "$registry")")"
+    registry_real="$(realpath -e -- "$registry" 2>/dev/null)" \
+      || fail "$registry is a symbolic link to nowhere or a loop (to $pointed); nothing was changed" "$registry_hint"
+    [ "$(dirname -- "$registry_real")" = "$(realpath -e -- "$registry_dir")" ] \
+      || fail "$registry is a symbolic link to $registry_real, outside the folder that holds it; a2x-local never follows the registry out of its folder; nothing was changed" \
+        "give the file itself: --registry $registry_real (and point --db at it)"
+  fi
+  if [ ! -e "$registry" ]; then
+    fail "$registry: no such registry; nothing was changed" "$registry_hint"
+  elif [ ! -f "$registry" ]; then
+    fail "$registry is $(kind "$registry"), not a regular file; nothing was changed" "$registry_hint"
+  fi
+  [ -r "$registry" ] || fail "$registry cannot be read, so it cannot be copied before the upgrade; nothing was changed" \
+    "run install.sh as the user that owns the registry"
+  wal="$registry_real.wal"
+  if [ -L "$wal" ]; then
+    fail "$wal, the registry's write-ahead log, is a symbolic link (to $(printf '%q' "$(readlink -- "$wal")")), which a2x-local never follows; nothing was changed" \
+      "remove the link $wal (DuckDB creates the log itself)"
+  elif [ -e "$wal" ] && [ ! -f "$wal" ]; then
+    fail "$wal, the registry's write-ahead log, is $(kind "$wal"), not a regular file; nothing was changed" \
+      "move $wal aside: DuckDB creates the log itself"
+  fi
   backup="$registry.before-$bundle_id"
+  name_max="$(getconf NAME_MAX "$registry_dir" 2>/dev/null || echo 255)"
+  path_max="$(getconf PATH_MAX "$registry_dir" 2>/dev/null || echo 4096)"
+  copies=("$backup")
+  if [ -e "$wal" ]; then copies+=("$backup.wal"); fi
+  for copy in "${copies[@]}"; do
+    name="${copy##*/}"
+    name_bytes="$(printf '%s' "$name" | wc -c)"
+    [ "$name_bytes" -le "$name_max" ] && [ "$(printf '%s' "$copy" | wc -c)" -lt "$path_max" ] \
+      || fail "$registry: its copy from before the upgrade, NAME.before-$bundle_id${copy##*"$backup"}, would have a name of $name_bytes bytes, more than the $name_max this file system allows (or a path longer than $path_max); nothing was changed" \
+        "give the registry a shorter name (and point --db at it), then run again"
+  done
   for copy in "$backup" "$backup.wal"; do
     # The copy of an earlier attempt may be the only copy from before the upgrade: never overwritten.
     if [ -e "$copy" ] || [ -L "$copy" ]; then
-      fail "$copy already exists" "it may be the only copy from before this upgrade: move it aside, then run again"
+      fail "$copy already exists; nothing was changed" "it may be the only copy from before this upgrade: move it aside, then run again"
     fi
   done
+  [ -w "$registry_dir" ] && [ -x "$registry_dir" ] \
+    || fail "$registry_dir, the registry's folder, is not writable: the copy $backup cannot be made there; nothing was changed" \
+      "run install.sh as the user that owns the registry"
 fi
 
 # --- 3-5. install -------------------------------------------------------------------------------------------------
@@ -275,9 +363,20 @@ mv -f "$written" "$marker"
 
 "$venv/bin/a2x-local" --version
 if [ -n "$registry" ]; then
-  cp -p "$registry" "$backup"
-  if [ -f "$registry.wal" ]; then cp -p "$registry.wal" "$backup.wal"; fi  # changes not yet checkpointed
+  # Checked above; a copy that still fails (the disk full) is removed, so that running again is not refused.
+  copied=("$backup")
+  if [ -e "$wal" ]; then copied+=("$backup.wal"); fi   # changes not yet checkpointed
+  for copy in "${copied[@]}"; do
+    original="$registry"; [ "$copy" = "$backup" ] || original="$wal"
+    if ! why="$(cp -p -- "$original" "$copy" 2>&1)"; then
+      rm -f -- "${copied[@]}"
+      fail "$venv holds bundle $bundle_id now, but $original could not be copied to $copy (${why##*: }); the registry was not opened, nothing in it changed, and no copy was left" \
+        "fix that, then run the same command again"
+    fi
+  done
   echo "install: copied $registry to $backup (to roll back: install the older bundle and copy it back)" >&2
-  "$venv/bin/a2x-local" stats --db "$registry"
+  "$venv/bin/a2x-local" stats --db "$registry" \
+    || fail "$venv holds bundle $bundle_id now, but a2x-local could not open $registry (it says why above); $backup is its copy from before" \
+      "fix what it names, move $backup aside, then run the same command again"
 fi
 echo "install: done: $bundle_id in $venv" >&2

@@ -15,6 +15,7 @@ is refused before anything is hashed; at most `MAX_PROBLEMS` problems are listed
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -60,6 +61,7 @@ from a2x_local.delivery.model_tar import (
 from a2x_local.delivery.model_tar import shown as member_shown
 from a2x_local.errors import InputError, UserError
 from a2x_local.jsonfiles import open_regular
+from a2x_local.outfiles import describe_loop
 
 __all__ = ["MAX_MEMBERS", "MAX_PROBLEMS", "ModelToPack", "PackReport", "VerifyReport", "pack_model", "verify_model"]
 
@@ -247,6 +249,12 @@ def verify_model(path: Path, progress: Progress | None = None) -> VerifyReport:
     """Check every file of a packed model (an archive, or the folder it was unpacked to) against its manifest:
     present, the same size, the same SHA-256, nothing outside the folder and nothing but regular files. Each
     problem names the file."""
+    try:
+        os.stat(path)
+    except OSError as exc:   # pathlib's is_dir() and is_file() say False for a link loop: name it, not "neither"
+        if exc.errno == errno.ELOOP:
+            raise UserError(f"{path}: {describe_loop(Path(path))}", hint="remove the looping link, or give the "
+                            "archive or the unpacked model folder itself") from None
     if path.is_dir():
         return _verify_folder(path, progress)
     if path.is_file():

@@ -1,8 +1,9 @@
 """What a GGUF file is, read from its header before anything loads it: split parts, files that are no GGUF, truncated
 files and architectures transformers' GGUF loader lacks are refused here, in a second, naming the file and what to do.
 
-The header is parsed by the `gguf` package (llama.cpp's own reader); only the first four bytes are read by hand, so a
-file that is no GGUF at all is named as such before a parser meets it.
+The header is walked by hand first (`gguf_header`: every count, length and nesting bounded by the file's size and by
+caps, the values the import uses kept with their types), then parsed by the `gguf` package (llama.cpp's own reader)
+for the tensors; a file that is no GGUF at all is named as such by its first four bytes before either meets it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from a2x_local import extras
 from a2x_local.errors import UserError
+from a2x_local.llm.gguf_header import INTEGERS, STRING, Header, read_header, type_name
+from a2x_local.llm.model_check import link_loop
 
 MAGIC = b"GGUF"
 # llama.cpp's gguf-split names its parts NAME-00001-of-00003.gguf.
@@ -69,6 +72,9 @@ def loader_name(architecture: str) -> str:
 def inspect_gguf(path: Path) -> GgufInfo:
     """Read and check ``path``'s header; raise `UserError` for a file that cannot be imported."""
     path = Path(path)
+    loop = link_loop(path)
+    if loop:
+        raise _refuse(path, loop, "remove the looping link, or give the path of the .gguf file itself")
     if not path.exists():
         raise _refuse(path, "no such file", "give the path of a .gguf file")
     if not path.is_file():
@@ -87,6 +93,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
         raise _refuse(path, f"not a GGUF file: {kind}",
                       "give a .gguf model file (a safetensors folder needs no import: put it in the models folder "
                       "and run `a2x-local models check`)")
+    header = read_header(path)
     extras.require("gguf", feature=FEATURE)
     import gguf
 
@@ -95,15 +102,10 @@ def inspect_gguf(path: Path) -> GgufInfo:
     except (ValueError, IndexError, KeyError, OverflowError, MemoryError) as exc:
         raise _refuse(path, f"truncated or damaged: the GGUF reader stopped at {type(exc).__name__}: {exc}"[:400],
                       "copy the file again and compare its size and SHA-256 with the source") from exc
-    fields = reader.fields
 
-    def value(key: str) -> Any:
-        field = fields.get(key)
-        return None if field is None else field.contents()
-
-    count = value(gguf.Keys.Split.LLM_KV_SPLIT_COUNT)
-    if count and int(count) > 1:
-        part = int(value(gguf.Keys.Split.LLM_KV_SPLIT_NO) or 0) + 1
+    count = _integer(path, header, gguf.Keys.Split.LLM_KV_SPLIT_COUNT)
+    if count and count > 1:
+        part = (_integer(path, header, gguf.Keys.Split.LLM_KV_SPLIT_NO) or 0) + 1
         raise _refuse(path, f"part {part} of a GGUF split into {count} files (its header says so); the import reads "
                       "one whole file", "join the parts with llama.cpp's `llama-gguf-split --merge FIRST-PART "
                       "MERGED.gguf`, then import MERGED.gguf")
@@ -111,7 +113,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
     if end > size:
         raise _refuse(path, f"truncated: its tensors need {end:,} bytes, the file has {size:,}",
                       "copy the file again and compare its size and SHA-256 with the source")
-    architecture = str(value(gguf.Keys.General.ARCHITECTURE) or "")
+    architecture = _text(path, header, gguf.Keys.General.ARCHITECTURE) or ""
     if not architecture:
         raise _refuse(path, "its header names no architecture (general.architecture)",
                       "it is not a model file llama.cpp or transformers can load; " + LLAMA_CPP_HINT)
@@ -119,19 +121,54 @@ def inspect_gguf(path: Path) -> GgufInfo:
     if architecture not in supported and loader_name(architecture) not in supported:
         raise _refuse(path, f"architecture '{architecture}' is not one transformers' GGUF loader reads (it reads "
                       f"{', '.join(sorted(supported))})", LLAMA_CPP_HINT)
-    file_type = value(gguf.Keys.General.FILE_TYPE)
+    file_type = _integer(path, header, gguf.Keys.General.FILE_TYPE)
     try:
-        quantization = gguf.LlamaFileType(int(file_type)).name if file_type is not None else "unknown"
+        quantization = gguf.LlamaFileType(file_type).name if file_type is not None else "unknown"
     except ValueError:
         quantization = f"file type {file_type}"
     types: dict[str, int] = {}
     for tensor in reader.tensors:
         types[tensor.tensor_type.name] = types.get(tensor.tensor_type.name, 0) + 1
-    context = value(f"{architecture}.context_length")
+    context = _integer(path, header, f"{architecture}.context_length")
     return GgufInfo(path=path.resolve(), bytes=size, architecture=architecture, quantization=quantization,
-                    tensor_types=types, name=str(value(gguf.Keys.General.NAME) or ""),
-                    context_length=int(context) if context else None,
-                    gguf_version=int(value("GGUF.version") or 0), tensors=len(reader.tensors))
+                    tensor_types=types, name=_text(path, header, gguf.Keys.General.NAME) or "",
+                    context_length=context or None, gguf_version=header.version, tensors=len(reader.tensors))
+
+
+def _wrong_type(path: Path, key: str, kind: int, want: str) -> UserError:
+    return _refuse(path, f"the header key '{key}' holds {type_name(kind)}, not {want}",
+                   "the file's metadata is damaged or was written by a broken converter; convert the model again "
+                   "with a current llama.cpp, or fetch the file again")
+
+
+def _integer(path: Path, header: Header, key: str) -> int | None:
+    """The integer at ``key`` (None where absent); any other type is refused naming the key: `int("abc")` was a
+    traceback."""
+    kind, value = header.values.get(key, (None, None))
+    if kind is None:
+        return None
+    if kind not in INTEGERS:
+        raise _wrong_type(path, key, kind, "an integer")
+    if value < 0:
+        raise _refuse(path, f"the header key '{key}' holds {value}, a negative count", "fetch the file again")
+    return int(value)
+
+
+def _text(path: Path, header: Header, key: str) -> str | None:
+    """The UTF-8 text at ``key`` (None where absent); another type, text that is not UTF-8, or text too long to be
+    a name is refused naming the key."""
+    kind, value = header.values.get(key, (None, None))
+    if kind is None:
+        return None
+    if kind != STRING:
+        raise _wrong_type(path, key, kind, "text")
+    if value is None:
+        raise _refuse(path, f"the header key '{key}' holds text too long for a name", "fetch the file again")
+    try:
+        return str(value.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _refuse(path, f"the header key '{key}' is not UTF-8 text ({value[:40]!r}: byte 0x{value[exc.start]:02x}"
+                      f" at offset {exc.start})", "fetch the file again, or convert the model again") from None
 
 
 def sha256_of(path: Path, tick: Callable[[int], None] | None = None) -> str:

@@ -9,6 +9,9 @@ whatever opens it (safetensors, transformers) and a device never ends.
 
 from __future__ import annotations
 
+import errno
+import json
+import math
 import os
 import stat
 from dataclasses import asdict, dataclass, field
@@ -18,7 +21,7 @@ from typing import Any
 from a2x_local.errors import InputError
 from a2x_local.jsonfiles import parse_json, read_json, read_text
 from a2x_local.llm.models import ModelAlias, force_offline
-from a2x_local.outfiles import kind_of
+from a2x_local.outfiles import describe_loop, kind_of
 
 GIB = 1024**3
 # A model folder holds a few hundred entries at most; past this the folder given is not a model's (the same bound as
@@ -30,6 +33,13 @@ SAFETENSORS_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4
 FLOAT_TENSORS = {"F64", "F32", "F16", "BF16"}
 # CUDA context, activations and graphs on top of weights and KV cache; measured vLLM start-ups use 1-3 GiB.
 RUNTIME_OVERHEAD_GIB = 2.0
+# The config fields the memory estimate reads: each, where present, a whole number; past this no model is.
+SIZE_FIELDS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+               "max_position_embeddings")
+MAX_SIZE = 1 << 40
+# Small JSON files transformers' tokenizer loader reads with Python's recursive decoder: read first, bounded, so a
+# deeply nested one is named instead of ending the loader in a RecursionError.
+TOKENIZER_JSON = ("special_tokens_map.json", "added_tokens.json", "generation_config.json", "chat_template.json")
 
 
 @dataclass
@@ -83,6 +93,10 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
     force_offline()
     result = ModelCheck(target or str(path), path, alias)
     fetch = _fetch_hint(entry, alias)
+    loop = link_loop(path)
+    if loop:
+        result.problems.append(f"{path}: {loop}: remove the looping link, or give the model folder itself.")
+        return result
     if not path.exists():
         if entry is not None and entry.gguf_package:
             result.problems.append(f"{path} does not exist yet: {fetch}.")
@@ -104,7 +118,8 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
     if result.problems:      # nothing is opened: any of them could block the reader
         return result
     config = _check_config(path, result, fetch)
-    _check_tokenizer(path, result, load_tokenizer)
+    # transformers' tokenizer loader reads config.json again, unbounded: not once it was refused.
+    _check_tokenizer(path, result, load_tokenizer and (config is not None or not (path / "config.json").is_file()))
     _check_weights(path, result, fetch)
     if config is not None:
         result.memory = estimate_memory(config, result, dtype=dtype, max_model_len=max_model_len,
@@ -124,7 +139,10 @@ def _special_entries(path: Path) -> list[str]:
                             "most: give the model's own folder."]
                 try:
                     mode = os.stat(item.path).st_mode
-                except OSError:
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        problems.append(f"{item.path}: {describe_loop(Path(item.path))}: remove it, or copy the "
+                                        "real file in its place.")
                     continue
                 if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     link = f" (a link to {os.path.realpath(item.path)})" if item.is_symlink() else ""
@@ -134,6 +152,18 @@ def _special_entries(path: Path) -> list[str]:
     except OSError as exc:
         return [f"{path} cannot be listed ({exc.strerror or exc}): check its permissions."]
     return problems
+
+
+def link_loop(path: Path) -> str | None:
+    """What loops when ``path`` is a symbolic link loop (or a folder on the way to it is), else None: pathlib's
+    exists() says False for a loop, which was reported as missing with a hint that cannot fix it."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return describe_loop(Path(path)) if exc.errno == errno.ELOOP else None
+    except ValueError:       # a NUL in the path: left to the checks that name it
+        return None
+    return None
 
 
 def _fetch_hint(entry: ModelAlias | None, alias: str | None) -> str:
@@ -161,15 +191,53 @@ def _check_config(path: Path, result: ModelCheck, fetch: str) -> dict[str, Any] 
     if not isinstance(config, dict) or "model_type" not in config:
         result.problems.append(f"{config_file} has no 'model_type': it is not a transformers model config.")
         return None
+    shape = _config_shape(config)
+    if shape:
+        result.problems += [f"{config_file}: {problem}: fix it, or copy the model's config.json again."
+                            for problem in shape]
+        return None
     result.architecture = (config.get("architectures") or [config["model_type"]])[0]
     try:
         from transformers import AutoConfig
 
         AutoConfig.from_pretrained(path, local_files_only=True)
-    except (ValueError, KeyError, OSError) as exc:
+    except Exception as exc:  # transformers' config classes raise many kinds for a field they refuse
         result.problems.append(f"{config_file}: transformers cannot load it ({_first_line(exc)}); the model type "
                                f"'{config['model_type']}' may need a newer transformers/vLLM.")
     return config
+
+
+def _config_shape(config: dict[str, Any]) -> list[str]:
+    """The fields of valid JSON of the wrong shape that this check or the memory estimate reads (a number where
+    class names belong, a text_config of null, a layer count of "abc" or 1e400), each named: they were tracebacks."""
+    problems = []
+    if not isinstance(config["model_type"], str) or not config["model_type"]:
+        problems.append(f"field 'model_type' is {_shown(config['model_type'])}, not the name of a model type")
+    names = config.get("architectures")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) and n for n in names)):
+        problems.append(f"field 'architectures' is {_shown(names)}, not a list of model class names")
+    text = config.get("text_config", config)
+    if not isinstance(text, dict):
+        problems.append(f"field 'text_config' is {_shown(text)}, not an object")
+        return problems
+    prefix = "text_config." if text is not config else ""
+    for name in SIZE_FIELDS:
+        value = text.get(name)
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if value is not None and not (whole and 0 <= value <= MAX_SIZE):
+            problems.append(f"field '{prefix}{name}' is {_shown(value)}, not a whole number from 0 to {MAX_SIZE:,}")
+    return problems
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as a problem shows it: its kind, and itself as JSON when short."""
+    if value is None:
+        return "null"
+    kind = {dict: "an object", list: "an array", str: "text", bool: "a boolean"}.get(type(value), "the number")
+    text = json.dumps(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the number {text} (too large, or not a number)"
+    return f"{kind} {text}" if len(text) <= 40 else kind
 
 
 def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
@@ -187,8 +255,15 @@ def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
     try:
         text = read_text(path / "tokenizer_config.json", empty_ok=True)
         config = parse_json(text, None, str(path / "tokenizer_config.json")) if text.strip() else {}
+        for name in TOKENIZER_JSON:
+            if (path / name).is_file():
+                read_json(path / name)
     except InputError as exc:
         result.problems.append(f"{exc.message}: copy it again.")
+        return
+    if not isinstance(config, dict):
+        result.problems.append(f"{path / 'tokenizer_config.json'}: is {_shown(config)}, not an object of tokenizer "
+                               "settings: copy it again.")
         return
     result.has_chat_template = template_file.is_file() or bool(config.get("chat_template"))
     if load:
@@ -196,7 +271,7 @@ def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        except (ValueError, OSError, KeyError, TypeError) as exc:
+        except Exception as exc:  # transformers' tokenizer loaders raise many kinds for a file they refuse
             result.problems.append(f"the tokenizer in {path} does not load: {_first_line(exc)}")
             return
         result.has_chat_template = bool(getattr(tokenizer, "chat_template", None))
@@ -209,13 +284,8 @@ def _check_weights(path: Path, result: ModelCheck, fetch: str) -> None:
     shards = sorted(path.glob("*.safetensors"))
     index_file = path / "model.safetensors.index.json"
     if index_file.is_file():
-        try:
-            listed = sorted(set(read_json(index_file)["weight_map"].values()))
-        except (InputError, KeyError, AttributeError, TypeError) as exc:
-            reason = exc.message if isinstance(exc, InputError) else f"{index_file} is unreadable ({exc})"
-            result.problems.append(f"{reason}: copy it again.")
-            listed = []
-        missing = [name for name in listed if not (path / name).is_file()]
+        listed = _listed_shards(index_file, result)
+        missing = [name for name in listed if not _is_file(path / name)]
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             result.problems.append(f"{len(missing)} of {len(listed)} weight shards are missing in {path}: {shown} "
@@ -250,6 +320,36 @@ def _check_weights(path: Path, result: ModelCheck, fetch: str) -> None:
     if result.quantized:
         result.warnings.append("weights hold integer tensors: a quantized checkpoint (set the alias's "
                                "`quantization`, e.g. awq or gptq, if vLLM does not detect it).")
+
+
+def _listed_shards(index_file: Path, result: ModelCheck) -> list[str]:
+    """The shard names the index's weight_map lists; a weight_map of another shape is a problem naming the field
+    (`{"a": 5}` was a traceback)."""
+    try:
+        index = read_json(index_file)
+    except InputError as exc:
+        result.problems.append(f"{exc.message}: copy it again.")
+        return []
+    weights = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weights, dict):
+        result.problems.append(f"{index_file}: field 'weight_map' is {_shown(weights)}, not an object of tensor "
+                               "names and shard files: copy it again.")
+        return []
+    bad = next((key for key, name in weights.items() if not isinstance(name, str) or not name or "\0" in name
+                or name.startswith("/") or ".." in name.split("/")), None)
+    if bad is not None:
+        result.problems.append(f"{index_file}: field 'weight_map.{bad}' is {_shown(weights[bad])}, not the name of "
+                               "a shard file in the folder: copy it again.")
+        return []
+    return sorted(set(weights.values()))
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file; a name the system refuses (too long) is not one."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _read_header(shard: Path, result: ModelCheck) -> list[tuple[list[int], str]] | None:

@@ -330,3 +330,127 @@ def test_a_copy_of_the_registry_from_an_earlier_attempt_is_never_overwritten(tmp
     assert done.returncode == 1 and "already exists" in done.stderr, done.stderr
     assert elsewhere.read_bytes() == b"someone else's file"
     assert not (tmp_path / "venv").exists()
+
+
+# --- issue 33, F07-F09: paths from the operator's folder, checked (the registry's too) before anything changes ----
+
+def run_install_from(cwd: Path, bundle: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    """`bundle/install.sh ARGS` run from ``cwd`` (run_install's environment)."""
+    env = {"PATH": "/usr/bin:/bin", "A2X_PYTHON": sys.executable, "HOME": str(bundle.parent)}
+    return subprocess.run(["bash", str(bundle / "install.sh"), *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=cwd)
+
+
+def test_relative_paths_are_taken_from_the_folder_it_is_run_from(tmp_path: Path):
+    """F07. Before: install.sh went to its own folder first, so `install.sh myvenv` made bundle/myvenv (and said done
+    "in myvenv"), and `--registry reg.duckdb` beside the operator was "no such registry". Now both are the
+    operator's, and the messages show where they are."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "reg.duckdb").write_bytes(b"the registry")
+    done = run_install_from(cwd, bundle, "myvenv", "--registry", "reg.duckdb")
+    assert done.returncode == 0, done.stderr
+    assert "alpha" in installed(cwd / "myvenv") and not (bundle / "myvenv").exists()
+    assert f"VENV myvenv is {cwd}/myvenv" in done.stderr and f"done: b-one in {cwd}/myvenv" in done.stderr
+    assert (cwd / "reg.duckdb.before-b-one").read_bytes() == b"the registry"
+    assert f"copied {cwd}/reg.duckdb to {cwd}/reg.duckdb.before-b-one" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("given", ["", "v\nx", "v\tx", "v\x1b[31mx", "--registry="])
+def test_an_empty_venv_or_one_with_control_characters_is_refused_before_anything_is_made(tmp_path: Path,
+                                                                                        given: str):
+    """F08. Before: `install.sh ""` (an unset "$VENV") made a virtualenv among the bundle's files and then ran
+    /bin/python, the system's interpreter (pip install into it where it exists); a VENV with a line break was
+    installed into. Now each is refused naming it, and nothing is made anywhere."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    before, around = listing(bundle), sorted(os.listdir(tmp_path))
+    if given == "--registry=":            # an empty --registry: refused the same way
+        args: tuple[object, ...] = (tmp_path / "venv", "--registry", "")
+        said = "--registry is empty"
+    else:
+        args = (given if not given else tmp_path / given,)
+        said = "VENV is empty" if not given else "holds a control character"
+    done = run_install_from(tmp_path, bundle, *args)
+    assert done.returncode == 1, done.stderr
+    assert said in done.stderr and "nothing was made" in done.stderr, done.stderr
+    assert "checking the bundle" not in done.stderr and "creating" not in done.stderr, done.stderr
+    assert listing(bundle) == before and sorted(os.listdir(tmp_path)) == around
+
+
+def long_backup_name(folder: Path) -> Path:
+    registry = folder / ("r" * 240 + ".duckdb")      # + ".before-b-one": 260 bytes, past NAME_MAX (255)
+    registry.write_bytes(b"db")
+    return registry
+
+
+def wal_a_pipe(folder: Path) -> Path:
+    (folder / "fw.duckdb").write_bytes(b"db")
+    os.mkfifo(folder / "fw.duckdb.wal")
+    return folder / "fw.duckdb"
+
+
+def wal_a_link(folder: Path) -> Path:
+    (folder / "wl.duckdb").write_bytes(b"db")
+    (folder / "other").write_bytes(b"someone else's")
+    os.symlink(folder / "other", folder / "wl.duckdb.wal")
+    return folder / "wl.duckdb"
+
+
+def link_out_of_its_folder(folder: Path) -> Path:
+    (folder / "data").mkdir()
+    (folder / "data" / "real.duckdb").write_bytes(b"db")
+    os.symlink(folder / "data" / "real.duckdb", folder / "link.duckdb")
+    return folder / "link.duckdb"
+
+
+def link_to_nowhere(folder: Path) -> Path:
+    os.symlink(folder / "gone.duckdb", folder / "dangling.duckdb")
+    return folder / "dangling.duckdb"
+
+
+def a_folder(folder: Path) -> Path:
+    (folder / "dir.duckdb").mkdir()
+    return folder / "dir.duckdb"
+
+
+BAD_REGISTRIES = {
+    "a backup name too long": (long_backup_name, "would have a name of 260 bytes, more than the 255"),
+    "a .wal that is a named pipe": (wal_a_pipe, "fw.duckdb.wal, the registry's write-ahead log, is a named pipe"),
+    "a .wal that is a link": (wal_a_link, "wl.duckdb.wal, the registry's write-ahead log, is a symbolic link"),
+    "a link out of its folder": (link_out_of_its_folder, "link.duckdb is a symbolic link to"),
+    "a link to nowhere": (link_to_nowhere, "dangling.duckdb is a symbolic link to nowhere"),
+    "a folder": (a_folder, "dir.duckdb is a folder, not a regular file"),
+}
+
+
+@pytest.mark.parametrize("shape", BAD_REGISTRIES)
+def test_a_registry_that_cannot_be_copied_or_opened_is_refused_before_anything_changes(tmp_path: Path, shape: str):
+    """F09. Before: only `-f DB` was checked up front; a backup name past NAME_MAX (a raw `cp: cannot stat`), a .wal
+    that is a named pipe (the copy made without it, then a2x-local refused the pipe), a link out of its folder (its
+    target copied, then refused) were found after the virtualenv had been installed and the marker written, with a
+    .before-ID copy left that refuses the next attempt. Now each is refused naming it, and nothing changed."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    registries = tmp_path / "registries"
+    registries.mkdir()
+    make, said = BAD_REGISTRIES[shape]
+    registry = make(registries)
+    before = listing(registries)
+    done = run_install(bundle, tmp_path / "venv", "--registry", registry)
+    assert done.returncode == 1, done.stderr
+    assert said in done.stderr and "nothing was changed" in done.stderr, done.stderr
+    assert "cp:" not in done.stderr and "a2x-local 0.0.1" not in done.stderr, done.stderr
+    assert not (tmp_path / "venv").exists() and listing(registries) == before
+
+
+def test_a_registry_linked_inside_its_folder_is_copied_with_the_log_duckdb_keeps(tmp_path: Path):
+    """F09. `registry.duckdb -> registry-v2.duckdb` is allowed (a2x-local follows it), and DuckDB keeps the log
+    beside the target: before, the log copied was `registry.duckdb.wal` (absent), so the copy lacked its changes."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (tmp_path / "registry-v2.duckdb").write_bytes(b"db")
+    (tmp_path / "registry-v2.duckdb.wal").write_bytes(b"log")
+    os.symlink("registry-v2.duckdb", tmp_path / "registry.duckdb")
+    done = run_install(bundle, tmp_path / "venv", "--registry", tmp_path / "registry.duckdb")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "registry.duckdb.before-b-one").read_bytes() == b"db"
+    assert (tmp_path / "registry.duckdb.before-b-one.wal").read_bytes() == b"log"
