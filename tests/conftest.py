@@ -48,8 +48,29 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The integration stage (marker `integration`): whole programs run as a user runs them (a real engine, a browser,
+# `install.sh`, servers and their clients, the docs' commands as written, probe rounds through the CLI). They are
+# most of the suite's time, so `scripts/test` runs the rest (the main suite, under 4 minutes on CI's 2 cores) and
+# `.ci/run` runs this stage right after it (`scripts/test -m "integration and not slow"`). Listed here, by file, so
+# that one place says what the main suite leaves out; every `engine` test belongs to the stage too.
+INTEGRATION_FILES = frozenset({
+    "tests/compose/test_cli.py", "tests/compose/test_references.py",
+    "tests/delivery/test_bundle_build.py", "tests/delivery/test_install_sh.py",
+    "tests/gateway/test_calls.py",
+    "tests/serve/test_degraded.py", "tests/serve/test_gateway.py", "tests/serve/test_http_api.py",
+    "tests/serve/test_loading.py", "tests/serve/test_page.py", "tests/serve/test_page_hostile.py",
+    "tests/taxonomy/test_build_replicas.py",
+    "tests/test_db_path.py", "tests/test_docs_examples.py", "tests/test_probes_third_round.py",
+    "tests/test_progress_lines.py", "tests/test_terminal_width.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     check_engine_files(items)
+    root = config.rootpath
+    for item in items:
+        if item.get_closest_marker("engine") or item.path.relative_to(root).as_posix() in INTEGRATION_FILES:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.hookimpl(optionalhook=True)
