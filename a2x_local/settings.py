@@ -139,8 +139,20 @@ def folder_like(text: str) -> bool:
     return text.endswith(("/", os.sep)) or os.path.basename(text) in (".", "..")
 
 
+def nul_problem(text: str) -> str | None:
+    """Why a path as given cannot name a file because it holds a NUL character (no file name can), else None."""
+    position = text.find("\0")
+    if position < 0:
+        return None
+    return (f"holds a NUL character (\\u0000) at character {position + 1}; no path can hold one, so nothing was "
+            "opened or created")
+
+
 def check_db_text(text: str, where: str) -> None:
     """The registry path as given (`--db`, `$A2X_DB`, `[paths] db`): a file's path, never one that names a folder."""
+    if (problem := nul_problem(text)) is not None:
+        raise UserError(f"{where} {text!r} {problem}", code="BadDatabasePath",
+                        hint="name the registry file by a path without NUL characters")
     if text and folder_like(text):
         raise UserError(f"{where} {text!r} names a folder (it ends with '/' or a '.' step); the registry database is "
                         "a file, so nothing was created", code="BadDatabasePath",
@@ -153,16 +165,66 @@ def db_option(text: str) -> Path:
     return Path(text)
 
 
+_PATH_VARIABLES = ("A2X_HOME", "A2X_CONFIG", "A2X_DB", "A2X_MODELS_DIR")
+
+
+def _toml_kind(value: Any) -> str:
+    """What a TOML value is, in words, for an error that says it is the wrong kind."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "a table"
+    return f"a {type(value).__name__} value ({str(value)[:40]})"   # TOML dates and times
+
+
+def _check_paths(config: Mapping[str, Any], layers: list[tuple[Path, dict[str, Any]]]) -> None:
+    """The `[paths]` table of the merged files: a table whose keys are texts that can name a path (no NUL), checked
+    before any of them becomes a `Path` (pathlib raises a bare TypeError or ValueError there), each error naming
+    the file that set the value, the table and the key."""
+    def setter(*keys: str) -> str:
+        files = [path for path, data in layers if _sets(data, list(keys))]
+        return f"{files[-1]}: " if files else ""
+
+    paths = config.get("paths", {})
+    if not isinstance(paths, Mapping):
+        raise UserError(f"{setter('paths')}paths is given a single value ({_toml_kind(paths)}), but paths must be a "
+                        "table", code="ConfigError", hint="write [paths] on a line of its own, then its keys below it, "
+                        f'one `key = value` a line (db = "registry.duckdb"; {DOCS_PAGE} lists them)')
+    for key, what in (("db", "the registry database file"), ("models_dir", "the folder of local model weights")):
+        value = paths.get(key)
+        if isinstance(value, str) and value and (problem := nul_problem(value)) is None:
+            continue
+        if not isinstance(value, str):
+            problem = f"must be text (the path of {what}, in quotes), not {_toml_kind(value)}"
+        elif not value:
+            problem = f"is empty; it must name {what}"
+        raise UserError(f"{setter('paths', key)}[paths] {key}: {problem}", code="ConfigError",
+                        hint=f'write a path in quotes: {key} = "{packaged_default("paths", key)}" (relative paths '
+                        f"are resolved against $A2X_HOME; {DOCS_PAGE}, [paths])")
+
+
 def load_settings(db: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Build the settings for this process; ``db`` is the value of a `--db` flag, if any."""
     env = os.environ if environ is None else environ
+    for name in _PATH_VARIABLES:   # an operating system's environment cannot hold a NUL, a mapping given here can
+        if (problem := nul_problem(env.get(name) or "")) is not None:
+            raise UserError(f"${name} {problem}", code="ConfigError", hint=f"set ${name} to a path without NUL "
+                            "characters, or unset it")
+    if isinstance(db, str):
+        check_db_text(db, "--db")
     config = packaged_defaults()
     home = home_dir(env)
     files = [path for path in (home / "config.toml",) if path.is_file()]
     if env.get("A2X_CONFIG"):
         files.append(Path(env["A2X_CONFIG"]).expanduser())
-    for path in files:
-        config = deep_merge(config, read_toml(path))
+    layers = [(path, read_toml(path)) for path in files]
+    for _path, data in layers:
+        config = deep_merge(config, data)
+    _check_paths(config, layers)
 
     paths = config.get("paths", {})
     db_value = db or env.get("A2X_DB") or paths.get("db", "registry.duckdb")
@@ -351,6 +413,14 @@ def _sets(data: Mapping[str, Any], keys: list[str]) -> bool:
             return False
         data = data[key]
     return True
+
+
+def setting_file(settings: Settings, *keys: str) -> Path | None:
+    """The configuration file whose value of ``keys`` (table names, then the key) is in force: the last of the
+    settings' files that sets it (None: the packaged default, or a value no file gave). For a check a stage makes
+    once it knows what a value may name (the server's methods, registered by plug-ins), so its error names the file."""
+    setters = [path for path in settings.files if _sets(read_toml(path), list(keys))]
+    return setters[-1] if setters else None
 
 
 def _bad_values(settings: Settings) -> list[_Problem]:

@@ -6,7 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from a2x_local.settings import SectionConfig
+from a2x_local.errors import UserError
+from a2x_local.settings import DOCS_PAGE, SectionConfig, Settings, setting_file
 
 
 class ServeConfig(SectionConfig):
@@ -44,3 +45,32 @@ class ServeConfig(SectionConfig):
         if self.page_size > self.max_page:
             raise ValueError(f"page_size ({self.page_size}) must not exceed max_page ({self.max_page})")
         return self
+
+
+def check_methods(settings: Settings, config: ServeConfig) -> None:
+    """`default_method` and `preload` name methods this process can make, checked when a server starts: the
+    methods are known only then (plug-ins and the stages above search register theirs in the composition root,
+    `a2x_local.components.register_components`), so the table's model cannot check them when it is read. Without
+    this, a misspelt default method would be blamed on every client whose request names none."""
+    from a2x_local.search import method_names
+
+    known = method_names()
+    problems: list[str] = []
+    if config.default_method not in known:
+        problems.append(_where(settings, "default_method") + f"[serve] default_method: unknown search method "
+                        f"{config.default_method!r}")
+    unknown = [(index, name) for index, name in enumerate(config.preload) if name not in known]
+    if unknown:
+        named = ", ".join(f"preload[{index}] {name!r}" for index, name in unknown)
+        problems.append(_where(settings, "preload") + f"[serve] {named}: unknown search "
+                        f"method{'s' if len(unknown) > 1 else ''}")
+    if problems:
+        raise UserError("invalid configuration: " + "; ".join(problems), code="ConfigError",
+                        hint=f"the methods this installation has: {', '.join(known)} (a plug-in's methods count once "
+                        f"its package is installed and loads); fix the value in the file named ({DOCS_PAGE}, "
+                        "[serve])")
+
+
+def _where(settings: Settings, key: str) -> str:
+    path = setting_file(settings, "serve", key)
+    return f"{path}: " if path is not None else ""

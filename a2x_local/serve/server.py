@@ -25,7 +25,7 @@ from a2x_local.llm import Engine, EngineOptions, engine_settings, make_engine
 from a2x_local.serve.batching import SearchBatcher
 from a2x_local.serve.calling import Calling, StdioClient
 from a2x_local.serve.compose_api import Planning
-from a2x_local.serve.config import ServeConfig
+from a2x_local.serve.config import ServeConfig, check_methods
 from a2x_local.serve.discovery import Discovery
 from a2x_local.serve.guard import check_bind, is_loopback
 from a2x_local.serve.rounds import SharedRounds
@@ -91,6 +91,7 @@ def build_server(settings: Settings, config: ServeConfig, *, engine: Engine | Ca
     from a2x_local.serve.mcp_tools import build_mcp
     from a2x_local.serve.metrics import Metrics
 
+    check_methods(settings, config)   # the methods are all registered by now: a misspelt one is refused at start
     state: ServerState | None = None
     # The lambdas read `state` and `discovery` when /metrics is scraped, after both are set below.
     metrics = Metrics(usage=lambda: state.engine.usage if state is not None and state.engine is not None else None,

@@ -307,8 +307,12 @@ def test_links_the_page_cannot_run_as_written_are_errors_naming_what_exists(db_p
             shows(f"#/search?q={query}&k={quote(k)}", "k in this link must be a whole number from 1 to 100",
                   f"it is '{k}'")
         shows(f"#/plan?q={query}&k=0", "from 1 to 100")
-        for page in ("/nosuch", "/SEARCH", "search", "/search/"):
+        # The names of every JavaScript object's own properties too (fifth round, F10: the page looked its pages up
+        # in an object, found Object.prototype's members, and threw "allowed.includes is not a function").
+        for page in ("/nosuch", "/SEARCH", "search", "/search/", "constructor", "__proto__", "toString",
+                     "hasOwnProperty", "valueOf"):
             shows(f"#{page}?q={query}", f"unknown page '#{page}'", "#/search?q=", "#/plan?q=", "#/service/ID")
+        shows("#constructor", "unknown page '#constructor'")
         shows(f"#/search?q={query}&mode=nosuch", "unknown parameter 'mode' in this #/search link",
               "q, method, type and k")
         shows(f"#/plan?q={query}&type=a2a", "unknown parameter 'type' in this #/plan link", "q, method and k")
@@ -320,3 +324,8 @@ def test_links_the_page_cannot_run_as_written_are_errors_naming_what_exists(db_p
         browser.execute_script("location.hash = arguments[0];", f"#/search?q={query}&method=bm25&k=100")
         until(browser, lambda: bool(browser.find_elements(By.CSS_SELECTOR, "#results li[data-service]")))
         assert "error" not in message.get_attribute("innerHTML")
+        # straight after a search (no clean page between): the error replaces its results (F10: they stayed)
+        browser.execute_script("location.hash = arguments[0];", "#toString?q=stocks")
+        until(browser, lambda: bool(browser.find_elements(By.CSS_SELECTOR, "#message .error")))
+        assert "unknown page '#toString'" in message.text
+        assert not browser.find_elements(By.CSS_SELECTOR, "#results li, #plan li")

@@ -395,8 +395,10 @@ async function showService(id) {
 // --- deep links: #/search?q=..., #/plan?q=..., #/service/ID ---------------------------------------------------------
 
 // The pages a link opens and the parameters each takes: anything else in a link is an error on the page, never
-// dropped (a link that silently ran something other than it says would mislead whoever shared it).
-const PAGES = { "/search": ["q", "method", "type", "k"], "/plan": ["q", "method", "k"] };
+// dropped (a link that silently ran something other than it says would mislead whoever shared it). A Map, not an
+// object: a link's page is looked up as typed, and an object would find its prototype's members there (#constructor,
+// #__proto__, #toString), which are no page.
+const PAGES = new Map([["/search", ["q", "method", "type", "k"]], ["/plan", ["q", "method", "k"]]]);
 const PAGE_LIST = "#/search?q=…, #/plan?q=… and #/service/ID";
 
 // A part of a link as an error shows it: cut, since a link may hold anything.
@@ -420,7 +422,7 @@ function serviceIdProblem(id) {
 
 // Why a link's parameters cannot run as they are, or null: an unknown or repeated parameter, a bad k.
 function paramsProblem(path, params) {
-  const allowed = PAGES[path];
+  const allowed = PAGES.get(path);
   for (const key of new Set(params.keys())) {
     if (!allowed.includes(key)) {
       return "unknown parameter " + quoted(key) + " in this #" + path + " link; it takes " + listed(allowed);
@@ -458,7 +460,7 @@ function route() {
     clearWork();     // no link: nothing to run, and nothing of the previous one stays
     return;
   }
-  if (!PAGES[path]) {
+  if (!PAGES.has(path)) {
     failed(new Error("unknown page " + quoted("#" + path) + " in this link; this page opens " + PAGE_LIST));
     return;
   }
