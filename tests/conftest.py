@@ -59,6 +59,7 @@ INTEGRATION_FILES = frozenset({
     "tests/gateway/test_calls.py",
     "tests/serve/test_degraded.py", "tests/serve/test_gateway.py", "tests/serve/test_http_api.py",
     "tests/serve/test_loading.py", "tests/serve/test_page.py", "tests/serve/test_page_hostile.py",
+    "tests/serve/test_start_methods.py",
     "tests/taxonomy/test_build_replicas.py",
     "tests/test_db_path.py", "tests/test_docs_examples.py", "tests/test_probes_third_round.py",
     "tests/test_progress_lines.py", "tests/test_terminal_width.py",
