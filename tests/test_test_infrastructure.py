@@ -129,3 +129,12 @@ def test_no_test_replaces_a_private_name():
     assert found == [], ("use a public seam (a constructor argument, a documented hook such as ScriptedEngine's "
                          "before_round or an engine's extra_args / chat_observers, a test double of "
                          "a2x_local.testing), not:\n" + "\n".join(found))
+
+
+def test_every_file_of_the_integration_stage_exists_and_holds_tests():
+    """A renamed or removed file listed in INTEGRATION_FILES would put its successor in the main suite unseen."""
+    from tests.conftest import INTEGRATION_FILES
+
+    missing = [name for name in sorted(INTEGRATION_FILES)
+               if not (ROOT / name).is_file() or "def test_" not in (ROOT / name).read_text(encoding="utf-8")]
+    assert missing == [], f"tests/conftest.py lists files that hold no tests: {missing}"
