@@ -3,6 +3,8 @@ is missing, converting GGUF files into model folders, and carrying a model folde
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,9 +14,9 @@ from rich.table import Table
 
 from a2x_local import provenance
 from a2x_local.cli.options import JsonOption, settings_for, with_engine_options
-from a2x_local.cli.output import console, err_console, print_json, progress_reporter, shown
+from a2x_local.cli.output import console, err_console, print_json, progress_reporter, shown, shown_inline
 from a2x_local.delivery import ModelToPack, check_model_name, pack_model, verify_model
-from a2x_local.errors import UserError
+from a2x_local.errors import A2XError, UserError
 from a2x_local.llm import (
     ALIASES_FILE,
     IMPORT_DTYPES,
@@ -98,11 +100,13 @@ def check_command(
 
 
 def _print_check(result: ModelCheck) -> None:
+    # The folder's name is the operator's or the archive's, the config's values the file's: shown escaped.
     name = f"{result.alias} -> {result.path}" if result.alias else str(result.path)
-    console.print(f"[bold]{name}[/bold]", highlight=False)
+    console.print(f"[bold]{shown_inline(name)}[/bold]", highlight=False)
     if result.architecture:
         size = _count(result.parameters) + " parameters" if result.parameters else "parameters unknown"
-        console.print(f"  {result.architecture}, {size} ({result.stored_dtype or '?'}), {result.weight_files} "
+        console.print(f"  {shown_inline(result.architecture)}, {size} ({shown_inline(result.stored_dtype or '?')}), "
+                      f"{result.weight_files} "
                       f"weight file(s), {_count(result.weight_bytes)}B; chat template: "
                       f"{'yes' if result.has_chat_template else 'no'}", highlight=False)
     memory = result.memory
@@ -113,9 +117,9 @@ def _print_check(result: ModelCheck) -> None:
             f"({memory.kv_cache_kib_per_token} KiB/token) + runtime ~{memory.overhead_gib:g} GiB/GPU "
             f"= ~{memory.total_gib} GiB ({memory.per_gpu_gib} GiB per GPU)", highlight=False)
     for warning in result.warnings:
-        console.print(f"  [yellow]warning:[/yellow] {warning}", highlight=False)
+        console.print(f"  [yellow]warning:[/yellow] {shown_inline(warning)}", highlight=False)
     for problem in result.problems:
-        console.print(f"  [red]missing:[/red] {problem}", highlight=False)
+        console.print(f"  [red]missing:[/red] {shown_inline(problem)}", highlight=False)
     console.print("  [green]ready[/green]" if result.ok else
                   f"  [red]not usable[/red]: {len(result.problems)} problem(s); see models/README.md")
 
@@ -158,7 +162,7 @@ def import_command(
 
     def step(text: str) -> None:
         if not json_output:
-            err_console.print(f"import: {text}", highlight=False)
+            err_console.print(f"import: {shown_inline(text)}", highlight=False)   # it names the file as given
 
     if file is None:
         outcome = import_alias(settings, name, force=force, step=step)
@@ -175,8 +179,9 @@ def _print_import(outcome: ImportOutcome) -> None:
     if report is None:
         console.print(f"{outcome.alias}: already imported at {outcome.folder}", highlight=False)
         return
-    console.print(f"wrote {report.folder} ({_megabytes(report.bytes)}, {report.dtype}) from "
-                  f"{report.gguf.path.name} ({report.gguf.architecture}, {report.gguf.quantization}) in "
+    console.print(f"wrote {shown_inline(report.folder)} ({_megabytes(report.bytes)}, {report.dtype}) from "
+                  f"{shown_inline(report.gguf.path.name)} ({shown_inline(report.gguf.architecture)}, "
+                  f"{report.gguf.quantization}) in "
                   f"{report.seconds:.0f} s; SHA-256 {report.sha256}", highlight=False)
     if outcome.config_file:
         console.print(f"alias {outcome.alias} added to {outcome.config_file}", highlight=False)
@@ -213,7 +218,7 @@ def model_to_pack(settings: Settings, options: EngineOptions, name: str | None) 
     if name is not None:
         check_model_name(name)   # before the check: a bad name fails at once
     ref, config = engine_settings(settings, options, must_exist=True)
-    ensure_model(ref, step=lambda text: err_console.print(text, highlight=False))
+    ensure_model(ref, step=lambda text: err_console.print(shown_inline(text), highlight=False))
     check = check_ref(ref, config)
     if not check.ok:
         raise UserError(f"model '{ref.requested}' at {ref.path} is not usable: " + " ".join(check.problems),
@@ -258,6 +263,23 @@ def pack_command(
                   "folder and run `a2x-local models check`", highlight=False)
 
 
+def _one_line(text: object) -> str:
+    """``text`` with its line breaks and tabs written as \\n, \\r, \\t (`print_error` escapes the other controls)."""
+    return str(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
+@contextmanager
+def _one_line_error() -> Iterator[None]:
+    """An error raised inside keeps to its `error:` line: the line breaks of a name it quotes (the path as given,
+    a file inside) are written as \\n, so the name cannot forge a line of its own."""
+    try:
+        yield
+    except A2XError as exc:
+        exc.message = _one_line(exc.message)
+        exc.hint = _one_line(exc.hint) if exc.hint else exc.hint
+        raise
+
+
 @models_app.command("verify")
 def verify_command(
     path: Annotated[Path, typer.Argument(metavar="ARCHIVE|FOLDER", help="NAME.tar from `models pack`, or the "
@@ -270,8 +292,9 @@ def verify_command(
     Example: a2x-local models verify /media/usb/qwen2.5-7b.tar
     """
     if not path.exists() and not path.is_symlink():     # a link loop: verify_model names it
-        raise UserError(f"{path}: no such file or folder", hint="give the archive or the unpacked model folder")
-    with progress_reporter(json_output, "models") as bars:
+        raise UserError(f"{_one_line(path)}: no such file or folder", hint="give the archive or the unpacked model "
+                        "folder")
+    with progress_reporter(json_output, "models") as bars, _one_line_error():
         report = verify_model(path, bars)
     if json_output:
         print_json(report.to_dict())

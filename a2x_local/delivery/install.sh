@@ -6,7 +6,8 @@
 # VENV and DB are taken from the folder you run it from (not the bundle's); an empty path or one holding a control
 # character is refused. Everything below is checked before anything is made or changed.
 # 1. checks the whole bundle first: every file SHA256SUMS lists is a regular file inside it (no link on the way) and
-#    matches; wheels/ is a folder holding nothing SHA256SUMS does not list by its exact path;
+#    matches; wheels/ is a folder holding nothing SHA256SUMS does not list by its exact path; the locks hold only
+#    comments and `NAME==VERSION --hash=sha256:HEX` lines (no pip option, URL or path);
 # 2. VENV must be new, empty, or a virtual environment a bundle installed into before (it holds the marker
 #    a2x-local-bundle.txt, exactly as this script writes it); --force installs into any other folder (nothing in
 #    it is removed); a VENV that is a link is refused;
@@ -27,7 +28,7 @@ usage() { echo "usage: $0 VENV [--registry DB] [--force]" >&2; exit 2; }
 fail() { echo "install: error: $1" >&2; [ -n "${2:-}" ] && echo "install: hint: $2" >&2; exit 1; }
 
 [ $# -ge 1 ] || usage
-case "$1" in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; -*) usage ;; esac
+case "$1" in -h|--help) sed -n '2,23p' "$0"; exit 0 ;; -*) usage ;; esac
 venv="$1"; shift
 registry=""
 registry_given=""
@@ -121,12 +122,16 @@ echo "install: checking the bundle $bundle_id against SHA256SUMS" >&2
 sha256sum --check --quiet --strict SHA256SUMS \
   || fail "files of the bundle do not match $here/SHA256SUMS (named above)" "$copy_again"
 [ -r wheels ] && [ -x wheels ] || fail "$here/wheels cannot be read" "$copy_again"
+# One pass over what SHA256SUMS lists, then one look-up per entry of wheels/ (a grep over the whole list for each
+# entry was quadratic: minutes for a few thousand entries).
+declare -A is_listed=()
+while IFS= read -r file; do is_listed["$file"]=1; done <<< "$listed"
 while IFS= read -r -d '' file; do
-  # A plain name first: grep -F would take each line of a name with a line break as a pattern of its own.
+  # A plain name first: no line break, nothing a look-up could take as more than the name.
   [[ "$file" =~ ^wheels/[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] \
     || fail "wheels/ holds an entry whose name is no plain file name: $(printf '%q' "$file")" "remove it: wheels/ holds only the bundle's wheels"
   [ -f "$file" ] && [ ! -L "$file" ] || fail "$here/$file is not a regular file" "remove it: wheels/ holds only the bundle's wheels"
-  grep -qxF -- "$file" <<< "$listed" || fail "$here/$file is not listed in SHA256SUMS" "remove it: only listed wheels are installed"
+  [ -n "${is_listed["$file"]+listed}" ] || fail "$here/$file is not listed in SHA256SUMS" "remove it: only listed wheels are installed"
 done < <(find wheels -mindepth 1 -maxdepth 1 -print0)
 
 describe() {  # what a folder holds, in a few words: its first entries, and how many Python packages
@@ -173,6 +178,69 @@ have = f"cp{sys.version_info[0]}{sys.version_info[1]}-{sys.platform}-{platform.m
 if have != want:
     print(f"install: the bundle is for {want}, this interpreter is {have}", file=sys.stderr)
     raise SystemExit(1)
+PY
+
+# The locks are handed to `pip install -r`, which takes a line as an option (-r, -c, --find-links, --index-url, -e
+# read other files, named pipes and devices among them, or install from outside the bundle) or a URL or a path as a
+# requirement. Only what `a2x-local bundle` writes is taken: comments, blank lines and `NAME==VERSION` lines with
+# `--hash=sha256:HEX` options (continued with a backslash or not), in UTF-8 text; anything else is refused by line.
+"$py" - "$max_text" "$here/requirements.lock" "$here/project.lock" <<'PY' \
+  || fail "a lock of the bundle $here holds what \`a2x-local bundle\` never writes (named above); nothing was made" "$copy_again"
+import re, sys
+cap, paths = int(sys.argv[1]), sys.argv[2:]
+pin = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?==[A-Za-z0-9][A-Za-z0-9.+!_-]*"
+digest = r"--hash=sha256:[0-9a-fA-F]{64}"
+comment = r"(?:[ \t]+#(?:.*[^\\])?)?"   # a comment never ends with a backslash (pip would join the next line)
+first = re.compile(rf"({pin})((?:[ \t]+{digest})*)[ \t]*(?:(\\)|{comment})")
+more = re.compile(rf"[ \t]+{digest}(?:[ \t]+{digest})*[ \t]*(?:(\\)|{comment})")
+control = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+bad = 0
+def refuse(path: str, number: int, what: str) -> None:
+    global bad
+    bad += 1
+    print(f"install: error: {path}{f' line {number}' if number else ''}: {what}", file=sys.stderr)
+for path in paths:
+    with open(path, "rb") as stream:
+        data = stream.read(cap + 1)
+    if len(data) > cap:
+        refuse(path, 0, f"the file holds more than {cap} bytes")
+        continue
+    continued, hashes, number = False, False, 0
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            refuse(path, number, f"is not UTF-8 text (byte {error.start} of the line: {raw[:60]!r})")
+            break
+        shown = repr(line[:80]) + ("..." if len(line) > 80 else "")
+        if control.search(line):
+            refuse(path, number, f"holds a control character: {shown}")
+            break
+        if continued:
+            found = more.fullmatch(line)
+            if not found:
+                refuse(path, number, f"continues a requirement with what is not --hash=sha256:HEX: {shown}")
+                break
+            continued, hashes = bool(found[1]), True
+        elif not line.strip() or line.startswith("#"):
+            if line.endswith("\\"):
+                refuse(path, number, f"is a comment ending with a backslash (pip joins the next line to it): {shown}")
+                break
+            continue
+        else:
+            found = first.fullmatch(line)
+            if not found:
+                what = "an option" if line.lstrip().startswith("-") else "a requirement that is not NAME==VERSION"
+                refuse(path, number, f"is {what} (only NAME==VERSION --hash=sha256:HEX is taken): {shown}")
+                break
+            continued, hashes = bool(found[3]), bool(found[2])
+        if not continued and not hashes:
+            refuse(path, number, f"is a requirement with no --hash=sha256:HEX: {shown}")
+            break
+    else:
+        if continued:
+            refuse(path, number, "ends the file with a backslash: the requirement it continues has no end")
+raise SystemExit(1 if bad else 0)
 PY
 
 # The earlier marker proves the folder is a bundle's install only when it is exactly what this script writes: the

@@ -17,7 +17,7 @@ from typing import Any
 
 from a2x_local import extras
 from a2x_local.errors import UserError
-from a2x_local.llm.gguf_header import INTEGERS, STRING, Header, read_header, type_name
+from a2x_local.llm.gguf_header import INTEGERS, STRING, Header, inline, read_header, type_name
 from a2x_local.llm.model_check import link_loop
 
 MAGIC = b"GGUF"
@@ -50,7 +50,7 @@ class GgufInfo:
 
 
 def _refuse(path: Path, problem: str, hint: str) -> UserError:
-    return UserError(f"{path}: {problem}", hint=hint, code="GgufError")
+    return UserError(f"{inline(path)}: {problem}", hint=hint, code="GgufError")
 
 
 def supported_architectures() -> set[str]:
@@ -84,7 +84,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
         raise _refuse(path, f"part {int(split.group(1))} of a GGUF split into {int(split.group(2))} files; the "
                       "import reads one whole file",
                       "join the parts first with llama.cpp's `llama-gguf-split --merge "
-                      f"{path.name} MERGED.gguf` (give it the first part), then import MERGED.gguf")
+                      f"{inline(path.name)} MERGED.gguf` (give it the first part), then import MERGED.gguf")
     size = path.stat().st_size
     with path.open("rb") as handle:
         head = handle.read(len(MAGIC))
@@ -94,6 +94,16 @@ def inspect_gguf(path: Path) -> GgufInfo:
                       "give a .gguf model file (a safetensors folder needs no import: put it in the models folder "
                       "and run `a2x-local models check`)")
     header = read_header(path)
+    # The architecture is in the header walked already: a wrong one is refused in a second, before the reader's
+    # much slower parse meets the file.
+    architecture = _text(path, header, "general.architecture") or ""
+    if not architecture:
+        raise _refuse(path, "its header names no architecture (general.architecture)",
+                      "it is not a model file llama.cpp or transformers can load; " + LLAMA_CPP_HINT)
+    supported = supported_architectures()
+    if architecture not in supported and loader_name(architecture) not in supported:
+        raise _refuse(path, f"architecture '{inline(architecture)}' is not one transformers' GGUF loader reads (it "
+                      f"reads {', '.join(sorted(supported))})", LLAMA_CPP_HINT)
     extras.require("gguf", feature=FEATURE)
     import gguf
 
@@ -113,14 +123,6 @@ def inspect_gguf(path: Path) -> GgufInfo:
     if end > size:
         raise _refuse(path, f"truncated: its tensors need {end:,} bytes, the file has {size:,}",
                       "copy the file again and compare its size and SHA-256 with the source")
-    architecture = _text(path, header, gguf.Keys.General.ARCHITECTURE) or ""
-    if not architecture:
-        raise _refuse(path, "its header names no architecture (general.architecture)",
-                      "it is not a model file llama.cpp or transformers can load; " + LLAMA_CPP_HINT)
-    supported = supported_architectures()
-    if architecture not in supported and loader_name(architecture) not in supported:
-        raise _refuse(path, f"architecture '{architecture}' is not one transformers' GGUF loader reads (it reads "
-                      f"{', '.join(sorted(supported))})", LLAMA_CPP_HINT)
     file_type = _integer(path, header, gguf.Keys.General.FILE_TYPE)
     try:
         quantization = gguf.LlamaFileType(file_type).name if file_type is not None else "unknown"

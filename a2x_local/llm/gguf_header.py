@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import UserError
+from a2x_local.text import CONTROL
 
 VERSIONS = (2, 3)                 # what the gguf package's reader reads
 MAX_KEYS = 65_536                 # real headers hold about 50
 MAX_TENSORS = 65_536              # the largest models hold a few thousand
-MAX_ARRAY = 1 << 20               # values in one array (a vocabulary is at most a few hundred thousand tokens)
-MAX_VALUES = 1 << 21              # values in all arrays together: at most ~1.5 GB and ~40 s in the reader
+# The reader loops in Python over every value of an array, scalars too (measured: 2^20 empty strings, 45 s and
+# 1.9 GB), so these bound its work. Real vocabularies: SmolLM2 3 arrays of ~49k, Qwen2.5 3 of ~152k, Llama 3 has
+# 280,147 merges, Gemma 3 arrays of 262,144 (786,432 values, the most of any known model).
+MAX_ARRAY = 1 << 19               # values in one array: 524,288
+MAX_VALUES = 3 << 18              # values in all arrays together: 786,432, at most ~1.4 GB and ~30 s in the reader
 MAX_NESTING = 8                   # arrays inside arrays; models use none
 MAX_NAME = 65_535                 # bytes of a key or a tensor name (the format's own limit for keys)
 MAX_STRING = 1 << 24              # bytes of one text value (a chat template is a few KiB)
@@ -46,6 +50,13 @@ class Header:
     values: dict[str, tuple[int, Any]] = field(default_factory=dict)
 
 
+def inline(text: object) -> str:
+    """``text`` kept on one line for a terminal: every control character (line break, tab, ESC) as a visible escape
+    (\\n, \\t, \\x1b), so a file name or a header value cannot forge an `error:` line or send an escape sequence."""
+    named = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return CONTROL.sub(lambda match: named.get(match.group(), f"\\x{ord(match.group()):02x}"), str(text))
+
+
 def type_name(code: int) -> str:
     """A GGUF value type as the format names it."""
     return "STRING" if code == STRING else "ARRAY" if code == ARRAY else SCALARS.get(code, (f"type {code}",))[0]
@@ -58,7 +69,7 @@ class _Walk:
         self.path, self.data, self.order, self.pos, self.values_left = path, data, order, 0, MAX_VALUES
 
     def refuse(self, problem: str, hint: str = _DAMAGED) -> UserError:
-        return UserError(f"{self.path}: {problem}", hint=hint, code="GgufError")
+        return UserError(f"{inline(self.path)}: {problem}", hint=hint, code="GgufError")
 
     def left(self) -> int:
         return len(self.data) - self.pos

@@ -20,6 +20,7 @@ from typing import Any
 
 from a2x_local.errors import InputError
 from a2x_local.jsonfiles import parse_json, read_json, read_text
+from a2x_local.llm.gguf_header import inline
 from a2x_local.llm.models import ModelAlias, force_offline
 from a2x_local.outfiles import describe_loop, kind_of
 
@@ -89,7 +90,18 @@ class ModelCheck:
 def check_model(path: Path, *, target: str | None = None, alias: str | None = None,
                 entry: ModelAlias | None = None, dtype: str = "auto", max_model_len: int | None = None,
                 tensor_parallel_size: int = 1, load_tokenizer: bool = True) -> ModelCheck:
-    """Check one model folder. ``load_tokenizer`` False skips the (slower) tokenizer load for pre-flight checks."""
+    """Check one model folder. ``load_tokenizer`` False skips the (slower) tokenizer load for pre-flight checks.
+    Each problem and warning is one line with its control characters escaped (`inline`): they name the folder and
+    its files, whose names may hold line breaks or escape sequences."""
+    result = _check_model(path, target=target, alias=alias, entry=entry, dtype=dtype, max_model_len=max_model_len,
+                          tensor_parallel_size=tensor_parallel_size, load_tokenizer=load_tokenizer)
+    result.problems = [inline(problem) for problem in result.problems]
+    result.warnings = [inline(warning) for warning in result.warnings]
+    return result
+
+
+def _check_model(path: Path, *, target: str | None, alias: str | None, entry: ModelAlias | None, dtype: str,
+                 max_model_len: int | None, tensor_parallel_size: int, load_tokenizer: bool) -> ModelCheck:
     force_offline()
     result = ModelCheck(target or str(path), path, alias)
     fetch = _fetch_hint(entry, alias)

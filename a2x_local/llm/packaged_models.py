@@ -15,6 +15,7 @@ from pathlib import Path
 
 from a2x_local.errors import UserError
 from a2x_local.llm.gguf_file import inspect_gguf, sha256_of
+from a2x_local.llm.gguf_header import inline
 from a2x_local.llm.gguf_import import (
     IMPORT_DTYPES,
     ImportReport,
@@ -30,7 +31,7 @@ WAIT_FOR_OTHER_IMPORT_S = 1800.0
 
 
 def _to_stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(inline(text), file=sys.stderr, flush=True)   # the steps name folders and files: escaped, one line
 
 
 def is_packaged(entry: ModelAlias | None) -> bool:

@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -454,3 +455,74 @@ def test_a_registry_linked_inside_its_folder_is_copied_with_the_log_duckdb_keeps
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "registry.duckdb.before-b-one").read_bytes() == b"db"
     assert (tmp_path / "registry.duckdb.before-b-one.wal").read_bytes() == b"log"
+
+
+# --- H01: the locks hold only what `a2x-local bundle` writes; H02: wheels/ is checked in one pass ----------------
+
+HASH = "0" * 64
+BAD_LOCK_LINES = {
+    "-r a device": ("requirements.lock", b"-r /dev/zero\n", 1, "is an option"),
+    "-c a named pipe": ("requirements.lock", b"-c {pipe}\n", 1, "is an option"),
+    "--find-links outside": ("requirements.lock", b"--find-links {outside}\nbeta==6.6.6 --hash=sha256:" +
+                             HASH.encode() + b"\n", 1, "is an option"),
+    "-e in project.lock": ("project.lock", b"-e {outside}\n", 1, "is an option"),
+    "--index-url": ("requirements.lock", b"--index-url http://example.invalid/simple\n", 1, "is an option"),
+    "a URL": ("requirements.lock", b"beta @ http://example.invalid/beta.whl\n", 1, "is a requirement that"),
+    "a path": ("requirements.lock", b"{outside}/beta-1.0-py3-none-any.whl\n", 1, "is a requirement that"),
+    "no hash": ("requirements.lock", b"beta==1.0\n", 1, "is a requirement with no --hash"),
+    "an option continued": ("requirements.lock", b"beta==1.0 \\\n  -r /dev/zero\n", 2, "continues"),
+    "a comment continued": ("requirements.lock", b"# x \\\n", 1, "is a comment ending with a backslash"),
+    "not UTF-8": ("requirements.lock", b"# caf\xe9\n", 1, "is not UTF-8 text"),
+    "a control character": ("requirements.lock", b"# a\rb\n", 1, "holds a control character"),
+    "cut short": ("requirements.lock", b"beta==1.0 --hash=sha256:" + HASH.encode() + b" \\", 1, "ends the file"),
+}
+
+
+@pytest.mark.parametrize("shape", BAD_LOCK_LINES)
+def test_a_lock_line_that_is_not_a_hashed_pin_is_refused_before_anything_is_made(tmp_path: Path, shape: str):
+    """H01. Before: the locks went to `pip install -r` unread: `-r /dev/zero` read gigabytes, `-c PIPE` blocked,
+    `--find-links /outside` installed from outside the bundle (and the marker listed it), a comment that was not
+    UTF-8 was a pip traceback, each after the venv was made. Now refused naming the file and line, nothing made."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    (tmp_path / "outside").mkdir()
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    name, added, offset, said = BAD_LOCK_LINES[shape]
+    lock = bundle / name
+    where = f" line {len(lock.read_bytes().splitlines()) + offset}" if offset else ""
+    added = added.replace(b"{pipe}", str(pipe).encode()).replace(b"{outside}", str(tmp_path / "outside").encode())
+    lock.write_bytes(lock.read_bytes() + added)
+    write_sums(bundle)
+    done = run_install(bundle, tmp_path / "venv", timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert f"{lock}{where}: {said}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_a_lock_of_hashed_pins_continued_and_commented_is_installed(tmp_path: Path):
+    """H01: what the builder writes, and the same pins continued with a backslash, still install."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0", "beta": "2.0"})
+    lock = bundle / "requirements.lock"
+    lines = lock.read_text().splitlines()
+    name, digest = lines[2].split(" ", 1)
+    lock.write_text(f"{lines[0]}\n\n# café\n{lines[1]}  # alpha-1.0-py3-none-any.whl\n{name} \\\n    {digest}\n")
+    write_sums(bundle)
+    done = run_install(bundle, tmp_path / "venv")
+    assert done.returncode == 0, done.stderr
+    assert {"alpha", "beta"} <= installed(tmp_path / "venv")
+
+
+def test_many_entries_in_wheels_are_checked_in_one_pass(tmp_path: Path):
+    """H02. Before: one grep over the whole of SHA256SUMS per entry of wheels/ (12,000 entries: 108 s). Now one pass:
+    3,000 listed entries, then one unlisted entry refused, in a few seconds."""
+    bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0"})
+    for number in range(3000):
+        (bundle / "wheels" / f"x{number}.txt").write_bytes(b"")
+    write_sums(bundle)
+    (bundle / "wheels" / "zz-unlisted.whl").write_bytes(b"")
+    started = time.monotonic()
+    done = run_install(bundle, tmp_path / "venv", timeout=60)
+    took = time.monotonic() - started
+    assert done.returncode == 1 and "wheels/zz-unlisted.whl is not listed in SHA256SUMS" in done.stderr, done.stderr
+    assert took < 10, f"{took:.1f} s for 3,000 entries"
+    assert not (tmp_path / "venv").exists()

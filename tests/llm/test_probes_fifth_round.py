@@ -20,7 +20,7 @@ import pytest
 from a2x_local.delivery import verify_model
 from a2x_local.errors import UserError
 from a2x_local.llm.gguf_file import inspect_gguf
-from a2x_local.llm.gguf_header import MAX_ARRAY, MAX_NESTING, MAX_STRING
+from a2x_local.llm.gguf_header import MAX_ARRAY, MAX_NESTING, MAX_STRING, MAX_VALUES, inline
 from a2x_local.llm.model_check import check_model
 
 
@@ -78,7 +78,8 @@ def refused(path: Path, data: bytes, words: list[str] | tuple[str, ...] = ()) ->
     (header(1) + kv_array(b"b", 7, 2**62), ["'b'", "BOOL values"]),
     (header(1) + kv_array(b"f", 12, 2**40), ["'f'", "FLOAT64 values"]),
     (header(1) + kv_array(b"s", 8, 2**40), ["'s'", "STRING values"]),
-    (header(1) + kv_array(b"big", 0, MAX_ARRAY + 1, bytes(MAX_ARRAY + 1)), ["'big'", "over the limit of 1,048,576"]),
+    (header(1) + kv_array(b"big", 0, MAX_ARRAY + 1, bytes(MAX_ARRAY + 1)),
+     ["'big'", f"over the limit of {MAX_ARRAY:,}"]),
     (header(1) + text(b"t") + struct.pack("<IQ", 8, MAX_STRING + 1), ["text of the header key 't'", "over the limit"]),
     (header(2**40), ["key-value count", "1,099,511,627,776 keys", "truncated"]),
     (header(0, 2**40), ["tensor count", "tensors"]),
@@ -226,3 +227,81 @@ def test_a_looping_entry_in_a_model_folder_is_named(fake_model_dir: Path) -> Non
     os.symlink("config.json", fake_model_dir / "config.json")
     problems = check_model(fake_model_dir).problems
     assert any("config.json" in p and "symbolic link loop" in p for p in problems), problems
+
+
+# ---- sixth round ----------------------------------------------------------------------------------------------------
+# H03: names and header text are shown with control characters escaped, line breaks included: a name cannot send an
+# escape sequence to the terminal or forge an `error:` line.
+FORGED = "evil\nerror: forged.gguf"
+
+
+def test_inline_escapes_every_control_character() -> None:
+    assert inline("a\nb\tc\rd\x1b[2J\x07\x9b") == "a\\nb\\tc\\rd\\x1b[2J\\x07\\x9b"
+    assert inline("plain ünïcode") == "plain ünïcode"
+
+
+def test_a_file_name_with_a_line_break_stays_on_the_error_line(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("A2X_MODELS_DIR", str(tmp_path / "models"))
+    bad = tmp_path / FORGED
+    bad.write_bytes(b"GGUF" + struct.pack("<I", 1) + bytes(16))
+    for args in (("models", "import", bad, "--name", "forged"), ("models", "verify", bad)):
+        result = cli(*args, db=False)
+        assert result.code == 1
+        lines = result.err.splitlines()
+        assert not any(line.startswith("error: forged") for line in lines), result.err
+        assert "evil\\nerror: forged.gguf" in result.err, result.err
+
+
+def test_the_import_step_line_escapes_the_file_name(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("A2X_MODELS_DIR", str(tmp_path / "models"))
+    bad = tmp_path / "esc\x1b[31mred.gguf"
+    bad.write_bytes(b"GGUF" + struct.pack("<I", 1) + bytes(16))
+    result = cli("models", "import", bad, "--name", "red", db=False)
+    assert result.code == 1 and "\x1b" not in result.err, repr(result.err)
+    assert "import: reading the header of " in result.err and "esc\\x1b[31mred.gguf" in result.err
+
+
+def test_a_header_architecture_with_a_line_break_is_escaped(tmp_path: Path) -> None:
+    message = refused(tmp_path / "arch.gguf", header(1) + kv_text(b"general.architecture", b"x\nerror: fake line"))
+    assert "\n" not in message and "'x\\nerror: fake line'" in message
+
+
+def test_models_check_escapes_the_folder_name(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "e\x1b]0;TITLE\x07\x1b[2J\nerror: x"
+    folder.mkdir()
+    assert all("\x1b" not in p and "\n" not in p for p in check_model(folder).problems)
+    result = cli("models", "check", folder, db=False)
+    assert "\x1b" not in result.out + result.err, repr(result.out)
+    assert not any(line.startswith("error: x") for line in (result.out + result.err).splitlines())
+    assert "e\\x1b]0;TITLE\\x07\\x1b[2J\\nerror: x" in result.out, result.out
+
+
+# H04: the reader's work is bounded: arrays capped where real vocabularies still fit (a 262k vocabulary is 3 arrays
+# of 262,144), and a wrong architecture refused from the header walk, before the reader parses the file.
+def test_the_caps_fit_real_vocabularies_and_bound_the_reader() -> None:
+    assert 280_147 <= MAX_ARRAY <= 1 << 19          # Llama 3's merges fit; 2^20 strings took the reader 45 s
+    assert 3 * 262_144 <= MAX_VALUES <= 1 << 20     # Gemma's three arrays fit
+
+
+def test_a_million_empty_strings_are_refused_in_the_header_walk(tmp_path: Path) -> None:
+    n = MAX_ARRAY + 1
+    refused(tmp_path / "strings.gguf", header(2) + ARCH + kv_array(b"a", 8, n, bytes(8 * n)),
+            ["'a'", f"over the limit of {MAX_ARRAY:,}"])
+
+
+def test_arrays_over_the_total_are_refused(tmp_path: Path) -> None:
+    n = MAX_ARRAY
+    arrays = b"".join(kv_array(key, 8, n, bytes(8 * n)) for key in (b"a", b"b"))
+    refused(tmp_path / "two.gguf", header(3) + ARCH + arrays, ["'b'", f"more than {MAX_VALUES:,} values"])
+
+
+def test_an_unsupported_architecture_is_refused_before_the_reader(tmp_path: Path, monkeypatch) -> None:
+    import gguf
+
+    def no_reader(*_: Any, **__: Any) -> None:
+        raise AssertionError("the gguf reader was reached")
+
+    monkeypatch.setattr(gguf, "GGUFReader", no_reader)
+    n = 100_000
+    data = header(2) + kv_text(b"general.architecture", b"nosucharch") + kv_array(b"a", 8, n, bytes(8 * n))
+    refused(tmp_path / "arch.gguf", data, ["architecture 'nosucharch' is not one"])
