@@ -12,7 +12,9 @@ tells lookalike ids apart, and bidirectional controls made visible.
   `mixed_script` flags the other common lookalike: Latin letters mixed with Cyrillic or Greek ones in one id
   (``p<U+0430>ypal``, a Cyrillic ``а`` for the Latin one), which may look like no stored id yet.
 - **Display** (`show_bidi`): a right-to-left override (U+202E) before ``gnp.exe`` in ``safe-tool…gnp.exe`` shows as
-  "safe-toolexe.png"; shown as ``<U+202E>`` it cannot disguise anything.
+  "safe-toolexe.png"; shown as ``<U+202E>`` it cannot disguise anything. `one_line` writes control characters as
+  visible escapes (a name with a line break cannot forge an `error:` line of its own), `quoted` every character that
+  does not print (a file name to copy).
 """
 
 from __future__ import annotations
@@ -144,3 +146,40 @@ def show_bidi(text: str) -> str:
 
 def _visible(match: re.Match[str]) -> str:
     return f"<U+{ord(match.group()):04X}>"
+
+
+_NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_KEPT_BREAKS = frozenset({"\n", "\t"})
+
+
+def one_line(text: object, *, keep_breaks: bool = False) -> str:
+    """``text`` for a terminal: every control character as a visible escape (\\n, \\t, \\r, \\x1b), so a file
+    name, an id or a header value cannot send an escape sequence or forge a line of its own (an `error:` line).
+    ``keep_breaks`` keeps tabs and line breaks, for text that is meant to run over lines (a carriage return, which
+    overwrites what a line showed, is escaped even then)."""
+
+    def visible(match: re.Match[str]) -> str:
+        char = match.group()
+        if keep_breaks and char in _KEPT_BREAKS:
+            return char
+        return _NAMED_ESCAPES.get(char, f"\\x{ord(char):02x}")
+
+    return CONTROL.sub(visible, str(text))
+
+
+def quoted(text: str) -> str:
+    """``text`` in single quotes as it can be shown and copied: every character that does not print (controls,
+    invisible characters, bidi controls) as a Python escape (\\n, \\x1b, \\u202e), and the bytes of a file name that
+    are not UTF-8 (read as surrogate escapes) as \\xff."""
+    shown = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif char in "'\\":
+            shown.append(f"\\{char}")
+        elif char.isprintable():
+            shown.append(char)
+        else:
+            shown.append(repr(char)[1:-1])
+    return "'" + "".join(shown) + "'"

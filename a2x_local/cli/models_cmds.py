@@ -3,8 +3,6 @@ is missing, converting GGUF files into model folders, and carrying a model folde
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +14,7 @@ from a2x_local import provenance
 from a2x_local.cli.options import JsonOption, settings_for, with_engine_options
 from a2x_local.cli.output import console, err_console, print_json, progress_reporter, shown, shown_inline
 from a2x_local.delivery import ModelToPack, check_model_name, pack_model, verify_model
-from a2x_local.errors import A2XError, UserError
+from a2x_local.errors import UserError
 from a2x_local.llm import (
     ALIASES_FILE,
     IMPORT_DTYPES,
@@ -263,23 +261,6 @@ def pack_command(
                   "folder and run `a2x-local models check`", highlight=False)
 
 
-def _one_line(text: object) -> str:
-    """``text`` with its line breaks and tabs written as \\n, \\r, \\t (`print_error` escapes the other controls)."""
-    return str(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-
-
-@contextmanager
-def _one_line_error() -> Iterator[None]:
-    """An error raised inside keeps to its `error:` line: the line breaks of a name it quotes (the path as given,
-    a file inside) are written as \\n, so the name cannot forge a line of its own."""
-    try:
-        yield
-    except A2XError as exc:
-        exc.message = _one_line(exc.message)
-        exc.hint = _one_line(exc.hint) if exc.hint else exc.hint
-        raise
-
-
 @models_app.command("verify")
 def verify_command(
     path: Annotated[Path, typer.Argument(metavar="ARCHIVE|FOLDER", help="NAME.tar from `models pack`, or the "
@@ -292,9 +273,9 @@ def verify_command(
     Example: a2x-local models verify /media/usb/qwen2.5-7b.tar
     """
     if not path.exists() and not path.is_symlink():     # a link loop: verify_model names it
-        raise UserError(f"{_one_line(path)}: no such file or folder", hint="give the archive or the unpacked model "
+        raise UserError(f"{path}: no such file or folder", hint="give the archive or the unpacked model "
                         "folder")
-    with progress_reporter(json_output, "models") as bars, _one_line_error():
+    with progress_reporter(json_output, "models") as bars:
         report = verify_model(path, bars)
     if json_output:
         print_json(report.to_dict())

@@ -7,7 +7,6 @@ Tables and text go to stdout (`console`); progress, notes, warnings and errors t
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from a2x_local.cli.progress_lines import LineProgress, RoundLines, line_interval
 from a2x_local.errors import A2XError
 from a2x_local.llm import Result
 from a2x_local.search import ProgressFactory
-from a2x_local.text import show_bidi
+from a2x_local.text import one_line, show_bidi
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,16 +31,13 @@ R = TypeVar("R")
 console = Console(soft_wrap=not sys.stdout.isatty())
 err_console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
-# C0 controls but tab and newline, DEL, C1 controls: printed raw they are terminal escape sequences (ESC [2J).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def terminal_safe(text: str) -> str:
-    """Text for a terminal: control characters shown as visible escapes (\\x1b), never sent raw, and bidi controls
-    as ``<U+202E>`` (a right-to-left override U+202E before ``gnp.exe`` shows "toolexe.png").
+    """Text for a terminal: control characters but tabs and line breaks shown as visible escapes (\\x1b, \\r), never
+    sent raw (printed raw they are escape sequences: ESC [2J), and bidi controls as ``<U+202E>`` (a right-to-left
+    override U+202E before ``gnp.exe`` shows "toolexe.png").
 
     Ingest refuses them in service text; this covers what came in before, tree names and anything else shown."""
-    return show_bidi(_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text))
+    return show_bidi(one_line(text, keep_breaks=True))
 
 
 def shown(text: object) -> str:
@@ -50,9 +46,9 @@ def shown(text: object) -> str:
 
 
 def shown_inline(text: object) -> str:
-    """`shown`, with tabs and line breaks written as ``\\t`` and ``\\n``: for text that must stay on its line (a
-    label in a tree drawing)."""
-    return shown(str(text).replace("\t", "\\t").replace("\n", "\\n"))
+    """`shown`, with tabs and line breaks written as ``\\t`` and ``\\n`` too: for text that must stay on its line (a
+    label in a tree drawing, a name quoted in an error)."""
+    return escape(show_bidi(one_line(text)))
 
 
 def print_json(data: Any) -> None:
@@ -62,11 +58,12 @@ def print_json(data: Any) -> None:
 
 
 def print_error(exc: A2XError) -> None:
-    """The `error:` line and its `hint:` on stderr, terminal-safe: every command fails in the same two lines."""
+    """The `error:` line and its `hint:` on stderr, each one line with its control characters escaped: every command
+    fails in the same two lines, and a name a message quotes (a path with a line break) cannot forge a third."""
     # soft_wrap: paths and ids in messages must stay whole for copy and paste (and for grep).
-    err_console.print(f"[red]error:[/red] {shown(exc.message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {shown_inline(exc.message)}", highlight=False, soft_wrap=True)
     if exc.hint:
-        err_console.print(f"[dim]hint:[/dim] {shown(exc.hint)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[dim]hint:[/dim] {shown_inline(exc.hint)}", highlight=False, soft_wrap=True)
 
 
 def want_progress(json_output: bool) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from a2x_local.errors import UserError
 from a2x_local.outfiles import kind_of
-from a2x_local.text import id_problem
+from a2x_local.text import id_problem, quoted
 
 MANIFEST = "a2x-model-manifest.json"
 # A model holds tens to a few hundred files (shards, tokenizer, configs); the bound keeps a hostile archive or
@@ -65,23 +65,8 @@ def name_problem(name: str) -> str | None:
 def check_name(name: str, where: str = "model name") -> str:
     problem = name_problem(name)
     if problem is not None:
-        raise UserError(f"{where} {escaped(name[:NAME_MAX_CHARS])} {problem}", hint=NAME_HINT, code="BadModelName")
+        raise UserError(f"{where} {quoted(name[:NAME_MAX_CHARS])} {problem}", hint=NAME_HINT, code="BadModelName")
     return name
-
-
-def escaped(text: str) -> str:
-    """``text`` quoted as it can be shown and copied: control and invisible characters as escapes (\\n, \\x1b,
-    \\u202e), and the bytes of a file name that are not UTF-8 (read as surrogate escapes) as \\xff."""
-    shown = []
-    for char in text:
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:
-            shown.append(f"\\x{code - 0xDC00:02x}")
-        elif char.isprintable() and char not in "'\\":
-            shown.append(char)
-        else:
-            shown.append(repr(char)[1:-1] if char not in "'\\" else f"\\{char}")
-    return "'" + "".join(shown) + "'"
 
 
 def path_problem(rel: str) -> str | None:
@@ -158,7 +143,7 @@ def _name_problem(rel: str) -> str | None:
         return None
     if any(0xDC80 <= ord(char) <= 0xDCFF for char in rel):
         problem = "its name is not UTF-8 text (a manifest holds only UTF-8 names)"
-    return f"{escaped(rel)}: {problem}; rename it"
+    return f"{quoted(rel)}: {problem}; rename it"
 
 
 def _entry_problem(item: os.DirEntry[str], rel: str, root: str) -> str | None:

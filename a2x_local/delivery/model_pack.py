@@ -30,7 +30,6 @@ from typing import IO, Any
 from a2x_local.delivery.model_files import (
     MANIFEST,
     check_name,
-    escaped,
     hole_at,
     inside,
     is_model_file,
@@ -62,6 +61,7 @@ from a2x_local.delivery.model_tar import shown as member_shown
 from a2x_local.errors import InputError, UserError
 from a2x_local.jsonfiles import open_regular
 from a2x_local.outfiles import describe_loop
+from a2x_local.text import quoted
 
 __all__ = ["MAX_MEMBERS", "MAX_PROBLEMS", "ModelToPack", "PackReport", "VerifyReport", "pack_model", "verify_model"]
 
@@ -353,10 +353,10 @@ def _read_manifest_member(archive: Path, tar: tarfile.TarFile, members: list[tar
                          hint=COPY_HINT)
     member = found[0]
     name = member.name.split("/")[0]
-    shown = escaped(member.name)[1:-1]
+    shown = quoted(member.name)[1:-1]
     problem = name_problem(name)
     if problem is not None:
-        raise InputError(str(archive), f"the archive's folder {escaped(name[:200])} {problem}", entry=shown,
+        raise InputError(str(archive), f"the archive's folder {quoted(name[:200])} {problem}", entry=shown,
                          hint="this archive was not written by `models pack`: do not unpack it")
     if not member.isreg() or member.issparse():
         raise InputError(str(archive), f"the manifest is {kind(member)}, not a regular file", entry=shown,

@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from a2x_local.delivery.model_files import MAX_FILES, SPARSE_MIN_BYTES, escaped
+from a2x_local.delivery.model_files import MAX_FILES, SPARSE_MIN_BYTES
 from a2x_local.errors import InputError, UserError
+from a2x_local.text import quoted
 
 MAX_MEMBERS = MAX_FILES          # members of one archive (files and folders), the manifest besides
 READ_MAX = 1 << 20               # member data is read in 1 MiB blocks; an extended header is a few hundred bytes
@@ -37,7 +38,7 @@ def kind(member: tarfile.TarInfo) -> str:
 
 def shown(member: tarfile.TarInfo) -> str:
     """A member's name for a problem: escaped, or where it lies when it is empty (a long name of nothing)."""
-    return escaped(member.name) if member.name else f"the member at byte {member.offset:,} (its name is empty)"
+    return quoted(member.name) if member.name else f"the member at byte {member.offset:,} (its name is empty)"
 
 
 class _HeaderTooLarge(Exception):
@@ -102,7 +103,7 @@ def members(archive: Path, tar: tarfile.TarFile, size: int) -> list[tarfile.TarI
     found = []
     for member in tar:
         found.append(member)
-        where = escaped(member.name[:200])[1:-1] if member.name else f"the member at byte {member.offset:,}"
+        where = quoted(member.name[:200])[1:-1] if member.name else f"the member at byte {member.offset:,}"
         if len(found) > MAX_MEMBERS + 1:
             raise InputError(str(archive), f"holds more than {MAX_MEMBERS:,} members; a packed model holds one per "
                              "file (a few hundred at most)", hint=COPY_HINT)
@@ -142,14 +143,14 @@ def name_problems(found: list[tarfile.TarInfo]) -> list[str]:
     for twice, count in sorted(counts.items()):
         if count > 1:
             times = "twice" if count == 2 else f"{count:,} times"
-            problems.append(f"{escaped(twice)}: appears {times} in the archive, as members of any type (unpacked, a "
+            problems.append(f"{quoted(twice)}: appears {times} in the archive, as members of any type (unpacked, a "
                             "later one replaces the earlier); a packed model names each file and folder once")
     not_folders = {member.name.rstrip("/") for member in found if not member.isdir()}
     for member in found:
         name = member.name.rstrip("/")
         parent = next((name[:cut] for cut in _slashes(name) if name[:cut] in not_folders), None)
         if parent is not None:
-            problems.append(f"{shown(member)}: lies inside {escaped(parent)}, which the archive holds as a file")
+            problems.append(f"{shown(member)}: lies inside {quoted(parent)}, which the archive holds as a file")
     return problems
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from a2x_local import extras
 from a2x_local.errors import UserError
-from a2x_local.llm.gguf_header import INTEGERS, STRING, Header, inline, read_header, type_name
+from a2x_local.llm.gguf_header import INTEGERS, STRING, Header, read_header, type_name
 from a2x_local.llm.model_check import link_loop
+from a2x_local.text import one_line
 
 MAGIC = b"GGUF"
 # llama.cpp's gguf-split names its parts NAME-00001-of-00003.gguf.
@@ -50,7 +51,7 @@ class GgufInfo:
 
 
 def _refuse(path: Path, problem: str, hint: str) -> UserError:
-    return UserError(f"{inline(path)}: {problem}", hint=hint, code="GgufError")
+    return UserError(f"{one_line(path)}: {problem}", hint=hint, code="GgufError")
 
 
 def supported_architectures() -> set[str]:
@@ -84,7 +85,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
         raise _refuse(path, f"part {int(split.group(1))} of a GGUF split into {int(split.group(2))} files; the "
                       "import reads one whole file",
                       "join the parts first with llama.cpp's `llama-gguf-split --merge "
-                      f"{inline(path.name)} MERGED.gguf` (give it the first part), then import MERGED.gguf")
+                      f"{one_line(path.name)} MERGED.gguf` (give it the first part), then import MERGED.gguf")
     size = path.stat().st_size
     with path.open("rb") as handle:
         head = handle.read(len(MAGIC))
@@ -102,7 +103,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
                       "it is not a model file llama.cpp or transformers can load; " + LLAMA_CPP_HINT)
     supported = supported_architectures()
     if architecture not in supported and loader_name(architecture) not in supported:
-        raise _refuse(path, f"architecture '{inline(architecture)}' is not one transformers' GGUF loader reads (it "
+        raise _refuse(path, f"architecture '{one_line(architecture)}' is not one transformers' GGUF loader reads (it "
                       f"reads {', '.join(sorted(supported))})", LLAMA_CPP_HINT)
     extras.require("gguf", feature=FEATURE)
     import gguf

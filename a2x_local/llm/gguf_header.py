@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import UserError
-from a2x_local.text import CONTROL
+from a2x_local.text import one_line
 
 VERSIONS = (2, 3)                 # what the gguf package's reader reads
 MAX_KEYS = 65_536                 # real headers hold about 50
@@ -50,13 +50,6 @@ class Header:
     values: dict[str, tuple[int, Any]] = field(default_factory=dict)
 
 
-def inline(text: object) -> str:
-    """``text`` kept on one line for a terminal: every control character (line break, tab, ESC) as a visible escape
-    (\\n, \\t, \\x1b), so a file name or a header value cannot forge an `error:` line or send an escape sequence."""
-    named = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-    return CONTROL.sub(lambda match: named.get(match.group(), f"\\x{ord(match.group()):02x}"), str(text))
-
-
 def type_name(code: int) -> str:
     """A GGUF value type as the format names it."""
     return "STRING" if code == STRING else "ARRAY" if code == ARRAY else SCALARS.get(code, (f"type {code}",))[0]
@@ -69,7 +62,7 @@ class _Walk:
         self.path, self.data, self.order, self.pos, self.values_left = path, data, order, 0, MAX_VALUES
 
     def refuse(self, problem: str, hint: str = _DAMAGED) -> UserError:
-        return UserError(f"{inline(self.path)}: {problem}", hint=hint, code="GgufError")
+        return UserError(f"{one_line(self.path)}: {problem}", hint=hint, code="GgufError")
 
     def left(self) -> int:
         return len(self.data) - self.pos

@@ -20,9 +20,9 @@ from typing import Any
 
 from a2x_local.errors import InputError
 from a2x_local.jsonfiles import parse_json, read_json, read_text
-from a2x_local.llm.gguf_header import inline
 from a2x_local.llm.models import ModelAlias, force_offline
 from a2x_local.outfiles import describe_loop, kind_of
+from a2x_local.text import one_line
 
 GIB = 1024**3
 # A model folder holds a few hundred entries at most; past this the folder given is not a model's (the same bound as
@@ -91,12 +91,12 @@ def check_model(path: Path, *, target: str | None = None, alias: str | None = No
                 entry: ModelAlias | None = None, dtype: str = "auto", max_model_len: int | None = None,
                 tensor_parallel_size: int = 1, load_tokenizer: bool = True) -> ModelCheck:
     """Check one model folder. ``load_tokenizer`` False skips the (slower) tokenizer load for pre-flight checks.
-    Each problem and warning is one line with its control characters escaped (`inline`): they name the folder and
+    Each problem and warning is one line with its control characters escaped (`one_line`): they name the folder and
     its files, whose names may hold line breaks or escape sequences."""
     result = _check_model(path, target=target, alias=alias, entry=entry, dtype=dtype, max_model_len=max_model_len,
                           tensor_parallel_size=tensor_parallel_size, load_tokenizer=load_tokenizer)
-    result.problems = [inline(problem) for problem in result.problems]
-    result.warnings = [inline(warning) for warning in result.warnings]
+    result.problems = [one_line(problem) for problem in result.problems]
+    result.warnings = [one_line(warning) for warning in result.warnings]
     return result
 
 

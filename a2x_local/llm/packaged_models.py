@@ -15,7 +15,6 @@ from pathlib import Path
 
 from a2x_local.errors import UserError
 from a2x_local.llm.gguf_file import inspect_gguf, sha256_of
-from a2x_local.llm.gguf_header import inline
 from a2x_local.llm.gguf_import import (
     IMPORT_DTYPES,
     ImportReport,
@@ -25,13 +24,14 @@ from a2x_local.llm.gguf_import import (
     write_model_folder,
 )
 from a2x_local.llm.models import ModelAlias, ModelRef
+from a2x_local.text import one_line
 
 # How long a process waits for another that is converting the same folder (SmolLM2-135M takes ~1-2 min on 2 cores).
 WAIT_FOR_OTHER_IMPORT_S = 1800.0
 
 
 def _to_stderr(text: str) -> None:
-    print(inline(text), file=sys.stderr, flush=True)   # the steps name folders and files: escaped, one line
+    print(one_line(text), file=sys.stderr, flush=True)   # the steps name folders and files: escaped, one line
 
 
 def is_packaged(entry: ModelAlias | None) -> bool:

@@ -20,7 +20,7 @@ import pytest
 from a2x_local.delivery import verify_model
 from a2x_local.errors import UserError
 from a2x_local.llm.gguf_file import inspect_gguf
-from a2x_local.llm.gguf_header import MAX_ARRAY, MAX_NESTING, MAX_STRING, MAX_VALUES, inline
+from a2x_local.llm.gguf_header import MAX_ARRAY, MAX_NESTING, MAX_STRING, MAX_VALUES
 from a2x_local.llm.model_check import check_model
 
 
@@ -233,11 +233,6 @@ def test_a_looping_entry_in_a_model_folder_is_named(fake_model_dir: Path) -> Non
 # H03: names and header text are shown with control characters escaped, line breaks included: a name cannot send an
 # escape sequence to the terminal or forge an `error:` line.
 FORGED = "evil\nerror: forged.gguf"
-
-
-def test_inline_escapes_every_control_character() -> None:
-    assert inline("a\nb\tc\rd\x1b[2J\x07\x9b") == "a\\nb\\tc\\rd\\x1b[2J\\x07\\x9b"
-    assert inline("plain ünïcode") == "plain ünïcode"
 
 
 def test_a_file_name_with_a_line_break_stays_on_the_error_line(cli, tmp_path: Path, monkeypatch) -> None:

@@ -16,7 +16,7 @@ from a2x_local.errors import UserError
 from a2x_local.search import check_queries
 from a2x_local.serve.http_api import create_app
 from a2x_local.serve.stdio import refusal
-from a2x_local.text import check_text, text_problem
+from a2x_local.text import check_text, one_line, quoted, text_problem
 from tests.serve.helpers import ROOT, cli_command, make_server, registry_with_trees, server_env
 
 LOOPBACK = "http://127.0.0.1"
@@ -131,3 +131,22 @@ def test_over_stdio_every_bad_line_is_answered_and_the_session_goes_on(db_path, 
         assert found["id"] == 3 and "h1" in json.dumps(found["result"])
     finally:
         server.close()
+
+
+# ---- one way to show a name: one_line and quoted ------------------------------------------------------------------
+def test_one_line_escapes_every_control_character() -> None:
+    assert one_line("a\nb\tc\rd\x1b[2J\x07\x9b") == "a\\nb\\tc\\rd\\x1b[2J\\x07\\x9b"
+    assert one_line("plain ünïcode") == "plain ünïcode"
+
+
+def test_one_line_keeping_breaks_still_escapes_a_carriage_return() -> None:
+    # A carriage return overwrites what its line showed ("safe\rEVIL" shows "EVIL"): escaped even in text that keeps
+    # its line breaks.
+    assert one_line("a\nb\tc\rd\x1b", keep_breaks=True) == "a\nb\tc\\rd\\x1b"
+
+
+def test_quoted_escapes_what_does_not_print_and_the_bytes_that_are_not_utf8() -> None:
+    assert quoted("model") == "'model'"
+    assert quoted("a\u202eb\u200bc\n") == "'a\\u202eb\\u200bc\\n'"
+    assert quoted("it's a\\b") == "'it\\'s a\\\\b'"
+    assert quoted(b"caf\xff".decode("utf-8", "surrogateescape")) == "'caf\\xff'"
