@@ -33,6 +33,17 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 # data from a command reads its --json, never a table whose wrapping depends on the length of a path.
 os.environ["COLUMNS"] = "80"
 
+# Every temporary file of a session (pytest's tmp_path folders, vLLM's sockets, torch's compile cache, a Ray session,
+# what the programs under test make) goes into one scratch folder, removed by the session that made it when it ends:
+# the suite leaves nothing in the temporary folder. Its workers and the child sessions some tests start inherit it
+# (A2X_TEST_SCRATCH, TMPDIR) and leave its removal to its maker.
+SCRATCH_VARIABLE = "A2X_TEST_SCRATCH"
+_OWNS_SCRATCH = SCRATCH_VARIABLE not in os.environ
+if _OWNS_SCRATCH:
+    os.environ[SCRATCH_VARIABLE] = tempfile.mkdtemp(prefix="a2x-tests-")
+SCRATCH = os.environ[SCRATCH_VARIABLE]
+os.environ["TMPDIR"] = tempfile.tempdir = SCRATCH
+
 # No test may read or write the user's real registry or configuration: every default path points into a
 # throw-away home (tests that need their own set A2X_HOME / A2X_DB themselves, or use the `home` fixture).
 _HOME = tempfile.mkdtemp(prefix="a2x-test-home-")
@@ -46,6 +57,12 @@ pytest_plugins = ["tests.support.fixtures", "tests.support.real_model"]
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """The throw-away home goes with the session (each xdist worker, and the controller, made its own)."""
     shutil.rmtree(_HOME, ignore_errors=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The scratch folder goes last, after every worker has stopped, with whatever the tests left in it."""
+    if _OWNS_SCRATCH:
+        shutil.rmtree(SCRATCH, ignore_errors=True)
 
 
 # The integration stage (marker `integration`): whole programs run as a user runs them (a real engine, a browser,

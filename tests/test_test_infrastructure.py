@@ -1,6 +1,7 @@
-"""The test suite's own rules (issue 35): a default time limit per test, a throw-away home removed when the session
-ends, and no test replacing a private name (a method, an attribute, a module's global) of a2x_local or anything
-else: a public seam instead, such as ScriptedEngine's ``before_round``, an engine's ``extra_args``."""
+"""The test suite's own rules (issue 35): a default time limit per test; a throw-away home and a scratch folder for
+every temporary file, both removed when the session ends (nothing is left in the temporary folder); no test
+replacing a private name (a method, an attribute, a module's global) of a2x_local or anything else: a public seam
+instead, such as ScriptedEngine's ``before_round``, an engine's ``extra_args``."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import ast
 import os
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import SCRATCH_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT_HOME = "A2X_TEST_REPORT_HOME"
@@ -23,25 +27,38 @@ def test_every_test_has_a_default_time_limit():
 
 
 def test_the_home_is_a_throwaway(tmp_path: Path):
-    """Run alone in a child pytest (below): says where the session's home is; the parent checks it is gone."""
+    """Run alone in a child pytest (below): says where the session's home and scratch folder are, and leaves a file
+    in the temporary folder as a program under test would; the parent checks that both are gone."""
     target = os.environ.get(REPORT_HOME)
     if not target:
         pytest.skip("run by test_the_temporary_home_is_removed_when_the_session_ends")
-    home = Path(os.environ["A2X_HOME"])
+    home, scratch = Path(os.environ["A2X_HOME"]), Path(os.environ[SCRATCH_VARIABLE])
     assert home.is_dir() and home.name.startswith("a2x-test-home-")
-    Path(target).write_text(str(home), encoding="utf-8")
+    assert Path(tempfile.gettempdir()) == scratch and tmp_path.is_relative_to(scratch)
+    (Path(tempfile.gettempdir()) / "left-by-a-program").write_text("x", encoding="utf-8")
+    Path(target).write_text(f"{home}\n{scratch}", encoding="utf-8")
 
 
 def test_the_temporary_home_is_removed_when_the_session_ends(tmp_path: Path):
-    report = tmp_path / "home.txt"
-    env = {**os.environ, REPORT_HOME: str(report)}
-    env.pop("PYTEST_XDIST_WORKER", None)
+    report, temporary = tmp_path / "report.txt", tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, REPORT_HOME: str(report), "TMPDIR": str(temporary)}
+    for variable in ("PYTEST_XDIST_WORKER", SCRATCH_VARIABLE):
+        env.pop(variable, None)
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                              f"{Path(__file__).relative_to(ROOT)}::test_the_home_is_a_throwaway"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    home = Path(report.read_text(encoding="utf-8"))
-    assert home.name.startswith("a2x-test-home-") and not home.exists()
+    home, scratch = map(Path, report.read_text(encoding="utf-8").splitlines())
+    assert scratch.parent == temporary and scratch.name.startswith("a2x-tests-")
+    assert not home.exists() and not scratch.exists()
+    assert list(temporary.iterdir()) == []       # nothing left in the temporary folder
+
+
+def test_this_session_s_temporary_files_go_to_its_scratch_folder(tmp_path: Path):
+    scratch = Path(os.environ[SCRATCH_VARIABLE])
+    assert Path(tempfile.gettempdir()) == scratch and os.environ["TMPDIR"] == str(scratch)
+    assert tmp_path.is_relative_to(scratch) and Path(os.environ["A2X_HOME"]).is_relative_to(scratch)
 
 
 # What replaces an attribute: monkeypatch's and the builtin's setattr/delattr/setitem/delitem, mock's patch and

@@ -10,6 +10,7 @@ import hashlib
 import platform
 import subprocess
 import sys
+import tempfile
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -72,7 +73,8 @@ def make_bundle(folder: Path, bundle_id: str, packages: dict[str, str]) -> Path:
 
 def run_install(bundle: Path, *args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """`bundle/install.sh ARGS` with this interpreter as the environment's Python."""
-    env = {"PATH": "/usr/bin:/bin", "A2X_PYTHON": sys.executable, "HOME": str(bundle.parent)}
+    env = {"PATH": "/usr/bin:/bin", "A2X_PYTHON": sys.executable, "HOME": str(bundle.parent),
+           "TMPDIR": tempfile.gettempdir()}          # the session's scratch folder: pip's own files go there too
     return subprocess.run(["bash", str(bundle / "install.sh"), *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=env)
 

@@ -8,6 +8,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,7 +23,8 @@ MARKER = "a2x-local-bundle.txt"
 
 def pip_install(venv: Path, wheel: Path) -> None:
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
-                    str(wheel)], check=True, capture_output=True, env={"PATH": "/usr/bin:/bin"})
+                    str(wheel)], check=True, capture_output=True,
+                   env={"PATH": "/usr/bin:/bin", "TMPDIR": tempfile.gettempdir()})
 
 
 def foreign_venv(where: Path, tmp_path: Path) -> Path:
@@ -337,7 +339,8 @@ def test_a_copy_of_the_registry_from_an_earlier_attempt_is_never_overwritten(tmp
 
 def run_install_from(cwd: Path, bundle: Path, *args: object) -> subprocess.CompletedProcess[str]:
     """`bundle/install.sh ARGS` run from ``cwd`` (run_install's environment)."""
-    env = {"PATH": "/usr/bin:/bin", "A2X_PYTHON": sys.executable, "HOME": str(bundle.parent)}
+    env = {"PATH": "/usr/bin:/bin", "A2X_PYTHON": sys.executable, "HOME": str(bundle.parent),
+           "TMPDIR": tempfile.gettempdir()}          # the session's scratch folder: pip's own files go there too
     return subprocess.run(["bash", str(bundle / "install.sh"), *map(str, args)], capture_output=True, text=True,
                           timeout=300, env=env, cwd=cwd)
 
