@@ -34,7 +34,15 @@ from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
 from a2x_local.llm import Engine
-from a2x_local.search import MethodSpec, ProgressFactory, SearchMethod, make_method, method_names, method_spec
+from a2x_local.search import (
+    MethodSpec,
+    ProgressFactory,
+    SearchMethod,
+    make_method,
+    method_names,
+    method_options,
+    method_spec,
+)
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
 from a2x_local.serve.method_cache import MethodCache
@@ -338,9 +346,9 @@ class ServerState:
     def _make_method(self, name: str, progress: ProgressFactory) -> SearchMethod:
         """The method built here and now over the served file, with this server's engine (`MethodCache` decides
         when)."""
-        options = self._engine_options(method_spec(name))
+        options = method_options(name, self._engine_options(method_spec(name)))
         try:
-            return make_method(name, self._runtime_settings, self.db_path, **options, progress=progress)
+            return make_method(name, self._runtime_settings, self.db_path, options=options, progress=progress)
         except duckdb.Error as exc:   # the file under the server failed while the method read it
             raise unreadable(self.db_path, exc) from exc
 
