@@ -204,6 +204,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "make_method",
         "make_retriever",
         "method_names",
+        "method_options",
         "method_spec",
         "open_similarity",
         "option_services",

@@ -98,8 +98,9 @@ def eval_command(
     query_list = load_queries(queries, JsonLimits.from_settings(settings))
     registry = registry_info(settings.db_path, lock_timeout_s=settings.lock_timeout_s)
     options = method.with_engine(engine_options)
+    typed = method.typed(engine_options)
     with progress_reporter(json_output, "eval") as bars:
-        searcher = make_method(method.name, settings, settings.db_path, progress=bars, **options)
+        searcher = make_method(method.name, settings, settings.db_path, progress=bars, options=typed)
         plan = plan_run(method=method.name, options=options, mode=method.mode, k=k, queries_file=queries,
                         registry=registry, config=config, out=out, method_info=describe_method(searcher, method.name))
         total = min(limit, len(query_list)) if limit else len(query_list)

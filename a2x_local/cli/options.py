@@ -31,7 +31,16 @@ from a2x_local.llm import (
 )
 from a2x_local.locks import RegistryLock
 from a2x_local.overrides import field_bounds
-from a2x_local.search import MODES, MethodFlags, ModeError, check_queries, method_names, method_spec, parse_option_pairs
+from a2x_local.search import (
+    MODES,
+    MethodFlags,
+    ModeError,
+    check_queries,
+    method_names,
+    method_options,
+    method_spec,
+    parse_option_pairs,
+)
 from a2x_local.settings import Settings, check_config, db_option, load_settings
 
 DbOption = Annotated[
@@ -235,8 +244,21 @@ class MethodChoice:
         return cls(name, mode, options)
 
     def with_engine(self, engine_options: EngineOptions) -> dict[str, Any]:
-        """The method's options plus the engine flags that were given (LLM methods take them as options)."""
+        """The method's options plus the engine flags that were given (LLM methods take them as options), as given:
+        what a command shows and records."""
         return {**self.options, **engine_options.model_dump(exclude_none=True)}
+
+    def typed(self, engine_options: EngineOptions) -> BaseModel:
+        """The options as the method's typed model, each value validated once: the flags and ``-o`` pairs here,
+        the engine flags (checked already by `EngineOptions`) copied in as they are. A method without engine options
+        is handed the engine flags to refuse, naming them, as it refuses any option it does not have."""
+        assert self.name is not None
+        spec = method_spec(self.name)
+        engine = engine_options.model_dump(exclude_none=True)
+        if not issubclass(spec.options, EngineOptions):
+            return method_options(self.name, {**self.options, **engine})
+        return method_options(self.name, {key: value for key, value in self.options.items()
+                                          if key not in engine}).model_copy(update=engine)
 
 
 _METHOD_PANEL = "Search method"

@@ -87,11 +87,12 @@ def search_command(
     texts = query_texts(query, queries, "QUERY")
     settings = settings_for(ctx, db)
     options = method.with_engine(engine_options)
+    typed = method.typed(engine_options)
     requests = [SearchRequest(text_, k=k, mode=method.mode) for text_ in texts]
     # A file of queries is long work: piped or with --json it writes progress lines, as index and eval do.
     reporter = progress_reporter(json_output, "search") if queries else progress_bars(want_progress(json_output))
     with reporter as progress:
-        searcher = make_method(method.name, settings, settings.db_path, progress=progress, **options)
+        searcher = make_method(method.name, settings, settings.db_path, progress=progress, options=typed)
         answers = in_chunks(searcher.search_batch, requests, progress if queries else None,
                             f"searching {len(requests):,} queries", EvaluationConfig.from_settings(settings).batch_size)
     with open_registry_db(settings, mode="read") as con:

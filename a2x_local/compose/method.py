@@ -108,8 +108,9 @@ def _compose(settings: Settings, db_path: Path, options: ComposeOptions,
     flags = options.model_dump(include=set(ENGINE_OPTION_NAMES) - {"engine"}, exclude_none=True)
     if isinstance(options.engine, str):
         flags["engine"] = options.engine
+    # The engine options are validated already, as this model's own fields (`EngineOptions`'): not again.
     composer = open_composer(
-        settings, db_path=db_path, engine=engine, engine_options=EngineOptions.of(**flags),
+        settings, db_path=db_path, engine=engine, engine_options=EngineOptions.model_construct(**flags),
         method_options=options.model_extra, steps=options.steps_file, progress=progress,
         step_method=options.step_method, decomposer=options.decomposer, sad=options.sad, alpha=options.alpha,
         candidates=options.candidates, max_steps=options.max_steps, rerank=options.rerank,

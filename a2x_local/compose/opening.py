@@ -31,6 +31,7 @@ from a2x_local.search import (
     method_spec,
     open_similarity,
 )
+from a2x_local.search import method_options as typed_options  # `open_composer` takes method_options (values)
 from a2x_local.settings import Settings
 from a2x_local.taxonomy import Tree, active_build_id, load_tree
 
@@ -131,7 +132,7 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
     step_engine = spec.needs_engine or (spec.takes_engine and engine is not None)
     options = {key: value for key, value in (method_options or {}).items() if key not in ENGINE_OPTION_NAMES}
     method = None if step_engine else make_method(config.step_method, settings, db_path, progress=progress,
-                                                  **options)
+                                                  options=typed_options(config.step_method, options))
     owns_engine = False
     if engine is None and (decomposer == "model" or step_engine or config.rerank):
         if not start_engine:
@@ -144,7 +145,8 @@ def open_composer(settings: Settings, *, db_path: Path | None = None, engine: En
         owns_engine = True
     try:
         if method is None:
-            method = make_method(config.step_method, settings, db_path, progress=progress, engine=engine, **options)
+            typed = typed_options(config.step_method, {**options, "engine": engine})
+            method = make_method(config.step_method, settings, db_path, progress=progress, options=typed)
         model = ModelDecomposer(engine, config) if decomposer == "model" else None
     except BaseException:
         if owns_engine and engine is not None:

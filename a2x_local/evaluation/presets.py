@@ -18,7 +18,7 @@ from a2x_local.evaluation.harness import EvaluationConfig, RegistryInfo
 from a2x_local.evaluation.queries import Query
 from a2x_local.evaluation.runner import describe_method, plan_run, run_evaluation
 from a2x_local.llm import Engine
-from a2x_local.search import ProgressFactory, make_method
+from a2x_local.search import ProgressFactory, make_method, method_options
 from a2x_local.settings import Settings
 
 PRESETS = ("published", "default", "lean")
@@ -34,8 +34,8 @@ def compare_presets(settings: Settings, engine: Engine, queries: Sequence[Query]
     for name in presets:
         cold = engine.reset_prefix_cache()
         before = engine.usage.snapshot()
-        method = make_method(METHOD, settings, settings.db_path, progress=progress, engine=engine, preset=name,
-                             **(options or {}))
+        typed = method_options(METHOD, {**(options or {}), "engine": engine, "preset": name})
+        method = make_method(METHOD, settings, settings.db_path, progress=progress, options=typed)
         plan = plan_run(method=METHOD, options={**(options or {}), "preset": name}, mode=mode, k=10,
                         queries_file=queries_file, registry=registry, config=config, out=out / name,
                         method_info=describe_method(method, METHOD))

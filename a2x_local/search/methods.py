@@ -174,21 +174,36 @@ def _accepted(spec: MethodSpec) -> str:
     return ", ".join(spec.user_options) or "none"
 
 
+def method_options(name: str, values: Mapping[str, Any]) -> BaseModel:
+    """The method's options as its typed model, validated here once (None values mean "use the configuration"):
+    what an edge (the CLI's flags, a server's engine, compose's step options) hands to `make_method` as
+    ``options=``. Unknown or malformed options are a `UserError` (see `validate_options`)."""
+    return validate_options(method_spec(name), {key: value for key, value in values.items() if value is not None})
+
+
 def make_method(name: str, settings: Settings, db_path: Path | None = None, *,
-                progress: ProgressFactory | None = None, **options: Any) -> SearchMethod:
+                progress: ProgressFactory | None = None, options: BaseModel | None = None,
+                **values: Any) -> SearchMethod:
     """A ready search method over the registry at ``db_path`` (default: the settings' database).
 
-    ``options`` are the method's own (see its options model); None values mean "use the configuration".
-    Retrieval indexes are built on the way when missing or stale; ``progress`` shows that to a person.
+    ``options`` are the method's typed options (`method_options`), handed to its factory as they are, neither
+    copied nor validated again; a library caller may give the values as keywords instead (``rrf_k=30``), validated
+    here once. Retrieval indexes are built on the way when missing or stale; ``progress`` shows that to a person.
     """
     spec = method_spec(name)
-    typed = validate_options(spec, {key: value for key, value in options.items() if value is not None})
-    return spec.factory(settings, Path(db_path or settings.db_path), typed, progress)
+    if options is None:
+        options = method_options(name, values)
+    elif values:
+        raise TypeError(f"make_method('{name}'): give the options typed (options=) or as keywords, not both")
+    elif not isinstance(options, spec.options):
+        raise TypeError(f"make_method('{name}'): options are a {type(options).__name__}, not the method's "
+                        f"{spec.options.__name__} (see method_options)")
+    return spec.factory(settings, Path(db_path or settings.db_path), options, progress)
 
 
-def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **options: Any) -> Retriever:
+def make_retriever(name: str, settings: Settings, db_path: Path | None = None, **values: Any) -> Retriever:
     """A ranked retriever (dense | bm25 | hybrid): a method that also answers ``retrieve(queries, k)``."""
-    method = make_method(name, settings, db_path, **options)
+    method = make_method(name, settings, db_path, **values)
     if not isinstance(method, Retriever):
         raise UserError(f"method '{name}' is not a retriever", hint="use dense, bm25 or hybrid")
     return method

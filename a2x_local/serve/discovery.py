@@ -131,7 +131,7 @@ class Discovery:
             await self.wait_for(self.state.engine_ready, activity, "loading the model", "model")
             if self.state.engine_error is not None and method_spec(name).needs_engine:
                 raise self.state.engine_error
-        method, building, running_s = self.state.lookup(name, snapshot)
+        method, building, running_s = self.state.methods.lookup(name, snapshot)
         if building is None:
             assert method is not None
             return method

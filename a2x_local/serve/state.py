@@ -14,7 +14,8 @@ while the services are unchanged, a tree method while the tree is too). A reques
 `[serve] rebuild_wait_s` for the new one and otherwise answers with the previous one while the build goes on, so a
 one-row sync never stalls searches behind an index rebuild; a request in flight finishes with the method and tree
 it started with. When a method cannot be built for a new snapshot, the previous one keeps serving and /healthz
-says why.
+says why. The methods are held by a `MethodCache` (`method_cache.py`); this module says how one is built here (the
+server's settings, database file and engine).
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +34,22 @@ from a2x_local.compose import step_method_names
 from a2x_local.db import connect
 from a2x_local.errors import A2XError, DatabaseBusyError
 from a2x_local.llm import Engine
-from a2x_local.search import MethodSpec, SearchMethod, make_method, method_names, method_spec
+from a2x_local.search import (
+    MethodSpec,
+    ProgressFactory,
+    SearchMethod,
+    make_method,
+    method_names,
+    method_options,
+    method_spec,
+)
 from a2x_local.serve.config import ServeConfig
 from a2x_local.serve.errors import BadRequest, Unavailable
+from a2x_local.serve.method_cache import MethodCache
 from a2x_local.serve.progress import Loading
 from a2x_local.serve.rounds import SharedRounds
 from a2x_local.serve.snapshot import (
     FileStamp,
-    Identity,
     Snapshot,
     read_identity,
     read_only,
@@ -53,18 +60,6 @@ from a2x_local.settings import Settings
 
 log = logging.getLogger("a2x_local.serve")
 EngineSource = Callable[[], Engine]
-
-
-@dataclass(frozen=True)
-class _Built:
-    """A method and the registry identity it was built for (``tree`` None: it does not use the tree)."""
-
-    method: SearchMethod
-    fingerprint: str
-    tree: int | None
-
-    def fits(self, snapshot: Snapshot) -> bool:
-        return self.fingerprint == snapshot.fingerprint and (self.tree is None or self.tree == snapshot.build_id)
 
 
 class ServerState:
@@ -95,19 +90,13 @@ class ServerState:
         # at a time; every connection of the process, method builds' too, is also serialised per file by
         # `db.held_in_process` (DuckDB refuses a read-only and a read-write connection to one file in one process).
         self._lock = threading.RLock()
-        self._builds_lock = threading.Lock()
-        # Method builds run one at a time. They do not hold ``_lock``: a build that embeds for a minute must not stop
-        # a reload, or a removed service would be served until it ends; their connections are serialised with the
-        # reload's by `db.held_in_process`.
-        self._build_serial = threading.RLock()
-        self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2x-build")
-        self._building: dict[str, tuple[Identity, Future[SearchMethod], float]] = {}
+        self._start_lock = threading.Lock()
         self._runtime_settings = settings.with_overrides("registry", lock_timeout_s=config.reload_lock_wait_s)
         self._snapshot: Snapshot | None = None
         self._stamp: FileStamp | None = None
-        self._methods: dict[str, _Built] = {}
-        self._failed: dict[str, tuple[Identity, Unavailable]] = {}  # method -> identity it failed on, why
-        self.problems: dict[str, str] = {}
+        # Built on its own thread, holding no lock of this state's (a build that embeds for a minute must not stop a
+        # reload).
+        self.methods = MethodCache(self._make_method, self.loading)
         self.degraded: str | None = None   # why the file under the server cannot be read now (None: it can)
 
     # --- starting ------------------------------------------------------------------------------------------------
@@ -124,7 +113,7 @@ class ServerState:
     def start_loading(self) -> None:
         """Read the first snapshot, start the engine and build the preloaded methods, on background threads (once;
         later calls do nothing)."""
-        with self._builds_lock:
+        with self._start_lock:
             if self._started:
                 return
             self._started = True
@@ -170,18 +159,9 @@ class ServerState:
                 if (spec.takes_engine and self.engine_expected) != engine_methods:
                     continue
                 if self.missing(spec) is None:
-                    self._warm_up(self._build_now(name, self.snapshot))
+                    self.methods.preload(name, self.snapshot)
             except A2XError as exc:
                 log.info("method %s not preloaded: %s", name, exc.message)
-
-    @staticmethod
-    def _warm_up(method: SearchMethod) -> None:
-        """A preloaded method pays its first-run costs now (`SearchMethod.warm_up`: a retriever's first query),
-        so the first client's search does not."""
-        try:
-            method.warm_up()
-        except Exception as exc:  # only a cost moved: the client's first search then pays it, or says what fails
-            log.info("%s: warm-up query failed: %s: %s", method.name, type(exc).__name__, exc)
 
     def _load_engine(self) -> None:
         assert self._engine_source is not None
@@ -351,80 +331,26 @@ class ServerState:
         if why is not None:
             raise why
 
-    # --- the methods ----------------------------------------------------------------------------------------------
+    # --- the methods ---------------------------------------------------------------------------------------------
 
-    def cached_method(self, name: str, snapshot: Snapshot) -> SearchMethod | None:
-        built = self._methods.get(name)
-        return built.method if built is not None and built.fits(snapshot) else None
-
-    def lookup(self, name: str, snapshot: Snapshot) -> tuple[SearchMethod | None, Future[SearchMethod] | None, float]:
-        """(the method that fits the snapshot, None, 0), or (the previous one or None, the build now running for
-        this snapshot, the seconds it has run). A build that failed for this registry identity is not retried until
-        it changes: the previous method serves, or its error is raised."""
-        found = self.cached_method(name, snapshot)
-        if found is not None:
-            return found, None, 0.0
-        previous = self._methods.get(name)
-        failed = self._failed.get(name)
-        if failed is not None and failed[0] == snapshot.identity:
-            if previous is not None:
-                return previous.method, None, 0.0
-            raise failed[1]
-        with self._builds_lock:
-            running = self._building.get(name)
-            if running is None or running[0] != snapshot.identity:
-                running = (snapshot.identity, self._builder.submit(self._build_now, name, snapshot), time.monotonic())
-                self._building[name] = running
-        return (previous.method if previous is not None else None), running[1], time.monotonic() - running[2]
-
-    def _build_now(self, name: str, snapshot: Snapshot) -> SearchMethod:
-        """Build the method for this snapshot (the cached one when it already fits). When it cannot be built, the
-        previous one keeps serving (the reason kept in ``problems``) and the failure is remembered."""
-        key = f"method:{name}"
-        with self._build_serial:
-            found = self.cached_method(name, snapshot)
-            if found is not None:
-                return found
-            previous = self._methods.get(name)
-            spec = method_spec(name)
-            meanwhile = " (the previous one serves meanwhile)" if previous is not None else ""
-            # "loading" until the method reports building something (embedding the services): the indexes of a
-            # registry indexed beforehand are only read, and a client told "indexing" would think otherwise.
-            self.loading.begin(key, f"loading the {name} method{meanwhile}")
-            try:
-                options = self._engine_options(spec)
-                try:
-                    method = make_method(name, self._runtime_settings, self.db_path, **options,
-                                         progress=self.loading.progress_factory(
-                                             key, building=f"indexing for the {name} method{meanwhile}"))
-                except duckdb.Error as exc:   # the file under the server failed while the method read it
-                    raise unreadable(self.db_path, exc) from exc
-            except DatabaseBusyError as exc:  # passing: try again on a later request
-                if previous is not None:
-                    return previous.method
-                raise Unavailable(exc.message, hint="try again in a moment", code="DatabaseBusy") from exc
-            except A2XError as exc:
-                error = Unavailable(f"method '{name}' cannot run on this registry: {exc.message}", hint=exc.hint,
-                                    code=exc.code)
-                self._failed[name] = (snapshot.identity, error)
-                if previous is None:
-                    raise error from exc
-                self.problems[name] = exc.message
-                log.warning("method %s keeps serving its previous snapshot: %s", name, exc.message)
-                return previous.method
-            finally:
-                self.loading.end(key)
-            tree = method.describe().get("tree")
-            self._methods[name] = _Built(method, snapshot.fingerprint, tree)
-            self.problems.pop(name, None)
-            self._failed.pop(name, None)
-            return method
+    @property
+    def problems(self) -> dict[str, str]:
+        """Methods whose previous build still serves, and why the new one could not be built."""
+        return self.methods.problems
 
     def method(self, name: str, snapshot: Snapshot) -> SearchMethod:
         """The method for this snapshot, built here and now when needed (blocking: for worker threads)."""
         self.check_method(name)
-        found = self.cached_method(name, snapshot)
-        return found if found is not None else self._build_now(name, snapshot)
+        return self.methods.get(name, snapshot)
+
+    def _make_method(self, name: str, progress: ProgressFactory) -> SearchMethod:
+        """The method built here and now over the served file, with this server's engine (`MethodCache` decides
+        when)."""
+        options = method_options(name, self._engine_options(method_spec(name)))
+        try:
+            return make_method(name, self._runtime_settings, self.db_path, options=options, progress=progress)
+        except duckdb.Error as exc:   # the file under the server failed while the method read it
+            raise unreadable(self.db_path, exc) from exc
 
     def _engine_options(self, spec: MethodSpec) -> dict[str, Any]:
         """The server's one engine for a method that takes one; a method whose engine is optional, on a server
@@ -441,6 +367,6 @@ class ServerState:
 
     def close(self) -> None:
         self._closing = True
-        self._builder.shutdown(wait=False, cancel_futures=True)
+        self.methods.close()
         if self.engine is not None:
             self.engine.close()

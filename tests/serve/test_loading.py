@@ -79,7 +79,7 @@ def _built(server, name: str, within_s: float = 120) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         snapshot = server.state.latest
-        if snapshot is not None and server.state.cached_method(name, snapshot) is not None:
+        if snapshot is not None and server.state.methods.cached(name, snapshot) is not None:
             return True
         time.sleep(0.02)
     return False
@@ -361,7 +361,7 @@ def test_a_search_that_comes_while_built_indexes_load_waits_hears_loading_and_ge
     assert "result" in lines[-1], lines[-1]
     assert lines[-1]["result"]["hits"][0]["service_id"] == "h1"
     assert health["status"] == "ok" and not health["loading"]
-    assert server.state.cached_method("hybrid", server.state.snapshot).describe()["query_runtime"] == "numpy"
+    assert server.state.methods.cached("hybrid", server.state.snapshot).describe()["query_runtime"] == "numpy"
 
 
 def _maps_torch(pid: int) -> bool:
