@@ -29,8 +29,8 @@ a frontier): prompt_tokens_per_query, computed_tokens_per_query, candidate_ceili
 reader_hit.
 `--preset NAME` runs every variant under a `[search]` preset (published, default, lean).
 
-`--frontier` measures the token levers instead (docs/search.md "Token frontier"): every setting of FRONTIER, under
-the oracle and the noisy navigator at `--frontier-error-rate` (0.1), as one table of tokens against ceiling and
+`--frontier` measures the token levers instead (docs/search-design.md "Token frontier"): every setting of FRONTIER,
+under the oracle and the noisy navigator at `--frontier-error-rate` (0.1), as one table of tokens against ceiling and
 hit, plotted with matplotlib when `--plot PATH` is given.
 
 Usage: .venv/bin/python scripts/bench_search.py [--policy noisy] [--error-rate 0,0.05,0.1,0.2] [--seed 0]

@@ -32,7 +32,8 @@ def test_docs_cli_md_is_current(generator: ModuleType):
 def test_reference_covers_every_command_and_is_plain_markdown(generator: ModuleType, monkeypatch: pytest.MonkeyPatch):
     text = generator.render()
     assert "\x1b[" not in text, "ANSI escape codes in the generated reference"
-    assert "scripts/gen_cli_docs.py" in text.splitlines()[2]
+    assert text.splitlines()[2].startswith("Kind: reference")          # its kind, as every page of docs/ says it
+    assert "scripts/gen_cli_docs.py" in text.splitlines()[4]
     for heading in ("## a2x-local search", "### a2x-local services list", "### a2x-local eval compare",
                     "### a2x-local tree import"):
         assert f"\n{heading}\n" in text

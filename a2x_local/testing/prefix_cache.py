@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 # vLLM's default block size; the unit its prefix cache stores and matches.
 BLOCK_TOKENS = 16
-# What one 80 GB GPU holds beside a 4-bit 32B model's weights (docs/search.md "What the engine computes").
+# What one 80 GB GPU holds beside a 4-bit 32B model's weights (docs/search-design.md "What the engine computes").
 DEFAULT_CACHE_TOKENS = 200_000
 
 
