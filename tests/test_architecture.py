@@ -45,8 +45,8 @@ TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "Rand
                 "SelectEverything", "FirstOption", "Rambler")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "long_ints", "outfiles", "overrides",
-        "prompts", "provenance", "settings", "text"}
+CORE = {"config_check", "costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "long_ints", "outfiles",
+        "overrides", "prompts", "provenance", "settings", "text"}
 # The core modules that are packages (one job a module inside): shared like any core module, never a stage.
 CORE_PACKAGES = {"db"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
