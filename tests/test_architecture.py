@@ -45,10 +45,12 @@ TEST_DOUBLES = ("ScriptedEngine", "SimulatedNavigator", "ReaderNavigator", "Rand
                 "SelectEverything", "FirstOption", "Rambler")
 DATA_PACKAGES = {"migrations", "defaults"}
 # Top-level modules: shared by every stage, importing no stage.
-CORE = {"costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "long_ints", "outfiles", "overrides",
-        "prompts", "provenance", "settings", "text"}
+CORE = {"config_check", "costs", "db", "errors", "extras", "hashing", "jsonfiles", "locks", "long_ints", "outfiles",
+        "overrides", "prompts", "provenance", "settings", "text"}
+# The core modules that are packages (one job a module inside): shared like any core module, never a stage.
+CORE_PACKAGES = {"db"}
 STAGES = sorted(p.name for p in PACKAGE_DIR.iterdir()
-                if (p / "__init__.py").is_file() and p.name not in NOT_STAGES)
+                if (p / "__init__.py").is_file() and p.name not in NOT_STAGES | CORE_PACKAGES)
 
 # What each stage offers the others and the CLI: its `__all__`, and exactly the names they import from it.
 PUBLIC_API: dict[str, list[str]] = {
@@ -355,6 +357,9 @@ def named_areas() -> list[tuple[str, str, str]]:
 def test_stages_and_core_modules_are_the_known_ones():
     assert STAGES, "no stage sub-packages found"
     top_level = {p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem != "__init__"}
+    assert CORE_PACKAGES <= CORE and all((PACKAGE_DIR / name / "__init__.py").is_file() for name in CORE_PACKAGES)
+    assert not top_level & CORE_PACKAGES, f"both a module and a package: {sorted(top_level & CORE_PACKAGES)}"
+    top_level |= CORE_PACKAGES
     assert top_level == CORE, (
         f"top-level modules changed: {sorted(top_level ^ CORE)}; a shared module belongs in CORE here, anything "
         "else in a stage")

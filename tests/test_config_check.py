@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from a2x_local.components import register_components
+from a2x_local.config_check import check_config
 from a2x_local.errors import UserError
-from a2x_local.settings import check_config, load_settings
+from a2x_local.settings import load_settings
 from tests.support.paths import ROOT
 from tests.support.processes import python_command, tree_env
 

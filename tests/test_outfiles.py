@@ -141,7 +141,7 @@ def test_nightly_refuses_a_report_path_that_is_a_folder_before_any_work(cli, reg
 def test_no_module_renames_or_opens_for_writing_on_its_own():
     """The one writer is outfiles.py: elsewhere no os.replace/rename of files, no open(..., "w"/"a"), no
     write_text/write_bytes/savefig to a path (the index folder's own scratch files are the one exception)."""
-    allowed = {"outfiles.py", "index.py", "db.py"}   # index.py: files inside its own fresh scratch folder
+    allowed = {"outfiles.py", "index.py"}   # index.py: files inside its own fresh scratch folder
     # delivery/ assembles a bundle inside a fresh ".partial" folder it created and renames it into an absent or empty
     # folder; its archives go to paths checked first (output_target, or refused when anything is there).
     fresh_folders = ROOT / "a2x_local" / "delivery"

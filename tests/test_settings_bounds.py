@@ -20,17 +20,10 @@ import annotated_types
 import pytest
 from pydantic import BaseModel
 
+from a2x_local.config_check import _entry_model, _model_in, check_config
 from a2x_local.errors import UserError
 from a2x_local.locks import RegistryBusyError, RegistryLock
-from a2x_local.settings import (
-    _NAMED_TABLES,
-    _SECTIONS,
-    _entry_model,
-    _model_in,
-    check_config,
-    load_settings,
-    packaged_file,
-)
+from a2x_local.settings import _NAMED_TABLES, _SECTIONS, load_settings, packaged_file
 from tests.support.paths import ROOT, SAMPLE
 from tests.support.processes import cli_command, python_command, tree_env
 from tests.test_settings import _section_configs
@@ -235,7 +228,7 @@ def test_numbers_written_as_numbers_pass(tmp_path: Path, text: str):
 
 
 def test_the_packaged_defaults_write_every_number_as_a_number():
-    from a2x_local.settings import _typed_numbers
+    from a2x_local.config_check import _typed_numbers
 
     _section_configs()
     assert _typed_numbers(DEFAULT_TOML, tomllib.loads(DEFAULT_TOML.read_text(encoding="utf-8"))) == []

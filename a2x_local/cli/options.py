@@ -21,6 +21,7 @@ import typer
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from rich.markup import escape
 
+from a2x_local.config_check import check_config
 from a2x_local.db import Mode, connect
 from a2x_local.evaluation import load_query_texts
 from a2x_local.llm import (
@@ -41,7 +42,7 @@ from a2x_local.search import (
     method_spec,
     parse_option_pairs,
 )
-from a2x_local.settings import Settings, check_config, db_option, load_settings
+from a2x_local.settings import Settings, db_option, load_settings
 
 DbOption = Annotated[
     Path | None,

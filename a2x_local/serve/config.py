@@ -6,8 +6,9 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
+from a2x_local.config_check import setting_file
 from a2x_local.errors import UserError
-from a2x_local.settings import DOCS_PAGE, SectionConfig, Settings, setting_file
+from a2x_local.settings import DOCS_PAGE, SectionConfig, Settings
 
 
 class ServeConfig(SectionConfig):

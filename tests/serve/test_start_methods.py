@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from a2x_local.components import register_components
+from a2x_local.config_check import check_config
 from a2x_local.errors import UserError
 from a2x_local.search import method_names, method_spec, register_method
 from a2x_local.search.methods import unregister_method
 from a2x_local.serve.server import build_server
-from a2x_local.settings import check_config, load_settings
+from a2x_local.settings import load_settings
 from tests.serve.helpers import serve_config, write_test_config
 from tests.support.processes import cli_command, tree_env
 from tests.support.registries import make_registry
