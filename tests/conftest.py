@@ -40,7 +40,7 @@ os.environ["COLUMNS"] = "80"
 SCRATCH_VARIABLE = "A2X_TEST_SCRATCH"
 _OWNS_SCRATCH = SCRATCH_VARIABLE not in os.environ
 if _OWNS_SCRATCH:
-    os.environ[SCRATCH_VARIABLE] = tempfile.mkdtemp(prefix="a2x-tests-")
+    os.environ[SCRATCH_VARIABLE] = tempfile.mkdtemp(prefix="a2x-")
 SCRATCH = os.environ[SCRATCH_VARIABLE]
 os.environ["TMPDIR"] = tempfile.tempdir = SCRATCH
 
@@ -57,6 +57,15 @@ pytest_plugins = ["tests.support.fixtures", "tests.support.real_model"]
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """The throw-away home goes with the session (each xdist worker, and the controller, made its own)."""
     shutil.rmtree(_HOME, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest's folders go straight into the scratch folder, with short names: a Unix socket's path has room for
+    107 bytes, and ``/tmp/a2x-…/pytest-of-root/pytest-0/popen-gw0/test_…0/…`` left too little for the ones tests
+    bind. (xdist's workers are handed a folder inside this one.)"""
+    if config.option.basetemp is None:
+        config.option.basetemp = tempfile.mkdtemp(prefix="t", dir=SCRATCH)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

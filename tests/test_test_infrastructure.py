@@ -50,7 +50,7 @@ def test_the_temporary_home_is_removed_when_the_session_ends(tmp_path: Path):
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     home, scratch = map(Path, report.read_text(encoding="utf-8").splitlines())
-    assert scratch.parent == temporary and scratch.name.startswith("a2x-tests-")
+    assert scratch.parent == temporary and scratch.name.startswith("a2x-")
     assert not home.exists() and not scratch.exists()
     assert list(temporary.iterdir()) == []       # nothing left in the temporary folder
 
