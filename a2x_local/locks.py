@@ -155,6 +155,11 @@ class RegistryLock(DatabaseLock):
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
                 return self     # a read-only place: nothing can change the registry there
+            if exc.errno == errno.ENAMETOOLONG:
+                raise UserError(f"{self.path}: cannot create the registry's lock file: its name is too long (the "
+                                "registry's name with '.write.lock', and with '.wal', must fit the "
+                                f"{_name_max(self.path)} bytes a file name may have here); nothing was written",
+                                hint="give the registry a shorter name (--db)", code="BadDatabasePath") from exc
             raise UserError(f"{self.path}: cannot create the registry's lock file: {exc.strerror or exc}",
                             hint="check the folder of the database (--db)") from exc
         started = time.monotonic()
@@ -233,3 +238,11 @@ class ModelFolderLock(DatabaseLock):
             delay = min(delay * 2, 1.0)
         self._hold(fd)
         return self
+
+
+def _name_max(path: Path) -> int:
+    """The longest file name the folder of ``path`` takes, in bytes (255 on most file systems)."""
+    try:
+        return os.pathconf(path.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255

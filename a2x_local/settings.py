@@ -28,6 +28,9 @@ DEFAULTS_PACKAGE = "a2x_local.defaults"
 
 
 CONFIG_MAX_BYTES = 1 << 20  # a configuration file is a few kilobytes; a device or a runaway file is refused
+# No setting sits more than a few tables deep ([search_presets.NAME], [models."ALIAS"], a gateway server's headers);
+# a header of 3,000 dotted parts read fine and then overflowed the merge's recursion.
+CONFIG_MAX_DEPTH = 32
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -38,13 +41,15 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: configuration file not found",
                         hint="check the path in $A2X_CONFIG (or unset it)")
     data = read_bytes(path, CONFIG_MAX_BYTES, what="configuration",
-                      hint="give the configuration file's path ($A2X_CONFIG), not a folder's")
+                      hint="give the configuration file's path ($A2X_CONFIG), not a folder's",
+                      size_hint=f"a configuration file holds settings, a few kilobytes; its limit of "
+                                f"{CONFIG_MAX_BYTES:,} bytes is fixed (max_file_bytes is for input files)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start})", hint="save the file as UTF-8") from exc
     try:
-        return tomllib.loads(text)
+        config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}",
                         hint="fix the file at the line the message names (TOML: [table] headers, key = value"
@@ -60,6 +65,24 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: arrays or inline tables nested too deeply to read (thousands of levels)",
                         code="TooDeep", hint="no setting nests more than a few levels: fix the value of the key "
                         "whose brackets do not close") from exc
+    if _depth(config) > CONFIG_MAX_DEPTH:
+        raise UserError(f"{path}: tables or keys nested more than {CONFIG_MAX_DEPTH} levels deep ([a.b.c...] "
+                        "headers, dotted keys, arrays or inline tables)", code="TooDeep",
+                        hint="no setting nests more than a few levels: fix the header or key with that many parts")
+    return config
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and arrays nest in ``value``, counted without recursion (it is what is being bounded)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((child, level + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, level + 1) for child in item)
+    return deepest
 
 
 @cache

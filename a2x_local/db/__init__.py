@@ -9,11 +9,12 @@ from a2x_local.db.opening import Mode, connect, open_database
 from a2x_local.db.path import check_db_path
 from a2x_local.db.schema import migrate, migrations, schema_version, software_history
 from a2x_local.db.transactions import transaction
-from a2x_local.db.waiting import IN_PROCESS_WAIT_S, SPEAK_EVERY_S, connect_when_free, held_in_process
+from a2x_local.db.waiting import IN_PROCESS_WAIT_S, NO_EXTENSIONS, SPEAK_EVERY_S, connect_when_free, held_in_process
 
 __all__ = [
     "HEADER_BYTES",
     "IN_PROCESS_WAIT_S",
+    "NO_EXTENSIONS",
     "SPEAK_EVERY_S",
     "Mode",
     "check_db_path",

@@ -62,3 +62,24 @@ def check_db_path(path: Path) -> None:
             raise UserError(f"{where}: is {kind_of(mode)}, not a regular file; the registry database (and its "
                             "write-ahead log beside it) must be a regular file or a new path; nothing was written",
                             hint=_PATH_HINT, code="BadDatabasePath")
+        if where is given:
+            _refuse_foreign_format(given)
+
+
+# Databases of other programs that DuckDB would open through an extension, by the first bytes of their file.
+_FOREIGN_MAGIC = {b"SQLite format 3\x00": "a SQLite database"}
+
+
+def _refuse_foreign_format(path: Path) -> None:
+    """A file of another database's format is not opened at all: DuckDB reads a SQLite file through an extension
+    (which it would fetch from the network) as if it were its own."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # checked regular a moment ago: never wait on it
+    try:
+        head = os.read(descriptor, 16)
+    finally:
+        os.close(descriptor)
+    for magic, what in _FOREIGN_MAGIC.items():
+        if head.startswith(magic):
+            raise UserError(f"{path}: is {what}, another program's database, not an a2x-local registry; it was not "
+                            "opened or changed", hint="point --db (or $A2X_DB) at an a2x-local registry, or at a new "
+                            "path to create one", code="ForeignDatabase")

@@ -18,6 +18,10 @@ from a2x_local.db.failures import is_lock_error
 from a2x_local.errors import DatabaseBusyError
 
 log = logging.getLogger("a2x_local.db")
+# No connection installs or loads an extension by itself: given a SQLite file, DuckDB went to extensions.duckdb.org
+# for its sqlite scanner (the network at run time) and would have opened another program's database as the registry.
+NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                 "allow_community_extensions": False}
 # A wait for another process's hold on the file says so this often (a wait of minutes is never silent).
 SPEAK_EVERY_S = 5.0
 
@@ -31,7 +35,7 @@ def connect_when_free(path: Path, *, read_only: bool, wait_s: float, busy: str, 
     delay = first_delay
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
         except duckdb.Error as exc:
             if not is_lock_error(exc):
                 raise

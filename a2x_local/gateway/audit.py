@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections import deque
@@ -33,7 +34,7 @@ import duckdb
 from a2x_local.db import connect, load_temp_table, transaction
 from a2x_local.errors import A2XError
 from a2x_local.gateway.config import GatewayConfig
-from a2x_local.outfiles import open_append, write_output
+from a2x_local.outfiles import kind_of, open_append, write_output
 
 log = logging.getLogger("a2x_local.gateway")
 PREVIEW_CHARS = 300
@@ -138,6 +139,10 @@ class AuditLog:
         for path in sorted(self.db_path.parent.glob(self.db_path.name + ".audit-spool-*.jsonl")):
             pid = path.name.rsplit("-", 1)[-1].removesuffix(".jsonl")
             if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+                continue
+            problem = spool_problem(path)
+            if problem is not None:        # not a spool a server wrote: named, neither taken over nor removed
+                log.error("audit spool %s not taken over: %s", path, problem)
                 continue
             claimed = path.with_name(f"{path.name}.{os.getpid()}.taken")
             try:
@@ -285,17 +290,48 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# A spool holds the rows its server has not written into the table yet: seconds' worth, more while the registry is
+# held by another writer. A file past this is no spool a server wrote (a planted link to /dev/zero took 17.6 GB).
+MAX_SPOOL_BYTES = 256 * 2**20
+
+
+def spool_problem(path: Path) -> str | None:
+    """Why the file named like a spool is not one to read or take over (a link, a named pipe, too big), else None;
+    checked on the entry itself, never through a link."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link, not a spool a server wrote; it is not followed"
+    if not stat.S_ISREG(info.st_mode):
+        return f"is {kind_of(info.st_mode)}, not a regular file"
+    if info.st_size > MAX_SPOOL_BYTES:
+        return f"is {info.st_size:,} bytes, over the {MAX_SPOOL_BYTES:,} a spool may hold"
+    return None
+
+
 def read_spool(path: Path) -> list[AuditRow]:
-    """The rows of a spool file (a line cut short by a crash is skipped)."""
+    """The rows of a spool file (a line cut short by a crash is skipped). A file that is not a spool (a link, a
+    named pipe, one past `MAX_SPOOL_BYTES`) is named in the log and left as it is: never followed, waited on or read
+    whole."""
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return []
     except OSError as exc:
-        log.error("audit spool %s not read: %s", path, exc)
+        log.error("audit spool %s not read: %s", path, spool_problem(path) or exc.strerror or exc)
         return []
-    for line in lines:
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(descriptor)
+        data = file.read(MAX_SPOOL_BYTES + 1) if stat.S_ISREG(info.st_mode) else b""
+    if not stat.S_ISREG(info.st_mode) or len(data) > MAX_SPOOL_BYTES:
+        problem = (f"is {kind_of(info.st_mode)}, not a regular file" if not stat.S_ISREG(info.st_mode)
+                   else f"is over the {MAX_SPOOL_BYTES:,} bytes a spool may hold")
+        log.error("audit spool %s not read: %s", path, problem)
+        return []
+    for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             data = json.loads(line)
             data["called_at"] = datetime.fromisoformat(data["called_at"])

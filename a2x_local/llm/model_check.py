@@ -9,17 +9,18 @@ whatever opens it (safetensors, transformers) and a device never ends.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import stat
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from a2x_local.errors import InputError
-from a2x_local.jsonfiles import parse_json, read_json, read_text
+from a2x_local.jsonfiles import JsonLimits, parse_json, read_json, read_text
 from a2x_local.llm.models import ModelAlias, force_offline
 from a2x_local.outfiles import describe_loop, kind_of
 from a2x_local.text import one_line
@@ -40,7 +41,13 @@ SIZE_FIELDS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads"
 MAX_SIZE = 1 << 40
 # Small JSON files transformers' tokenizer loader reads with Python's recursive decoder: read first, bounded, so a
 # deeply nested one is named instead of ending the loader in a RecursionError.
-TOKENIZER_JSON = ("special_tokens_map.json", "added_tokens.json", "generation_config.json", "chat_template.json")
+TOKENIZER_JSON = ("special_tokens_map.json", "added_tokens.json", "generation_config.json", "chat_template.json",
+                  "tokenizer.json", "vocab.json")
+# A model folder's JSON and tokenizer files are read bounded by this, whatever [registry] max_file_bytes (which is
+# for service files) says: a config.json is kilobytes and the largest vocabularies' tokenizer.json ~35 MB, while a
+# 300 MB tokenizer.json had the loader take 1 GB before it failed on a missing key.
+MODEL_FILE_MAX_BYTES = 64 * 2**20
+TOKENIZER_FILES = ("merges.txt", "tokenizer.model")      # not JSON: bounded by size alone
 
 
 @dataclass
@@ -196,7 +203,7 @@ def _check_config(path: Path, result: ModelCheck, fetch: str) -> dict[str, Any] 
         result.problems.append(f"{config_file} is missing: the folder is not a complete model copy ({fetch}).")
         return None
     try:
-        config = read_json(config_file)
+        config = read_json(config_file, _model_file_limits())
     except InputError as exc:
         result.problems.append(f"{exc.message}: copy it again.")
         return None
@@ -265,11 +272,14 @@ def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
         return
     template_file = path / "chat_template.jinja"
     try:
-        text = read_text(path / "tokenizer_config.json", empty_ok=True)
-        config = parse_json(text, None, str(path / "tokenizer_config.json")) if text.strip() else {}
+        limits = _model_file_limits()
+        text = read_text(path / "tokenizer_config.json", limits, empty_ok=True)
+        config = parse_json(text, limits, str(path / "tokenizer_config.json")) if text.strip() else {}
         for name in TOKENIZER_JSON:
             if (path / name).is_file():
-                read_json(path / name)
+                read_json(path / name, limits)
+        for name in TOKENIZER_FILES:
+            _check_size(path / name)
     except InputError as exc:
         result.problems.append(f"{exc.message}: copy it again.")
         return
@@ -290,6 +300,21 @@ def _check_tokenizer(path: Path, result: ModelCheck, load: bool) -> None:
     if not result.has_chat_template:
         result.problems.append(f"{path} has no chat template (tokenizer_config.json 'chat_template' or "
                                "chat_template.jinja): engines send chat messages; use the instruct/chat variant.")
+
+
+def _model_file_limits() -> JsonLimits:
+    """The packaged JSON limits, files capped at `MODEL_FILE_MAX_BYTES`."""
+    defaults = JsonLimits.defaults()
+    return replace(defaults, max_file_bytes=min(defaults.max_file_bytes, MODEL_FILE_MAX_BYTES))
+
+
+def _check_size(file: Path) -> None:
+    """A tokenizer file that is not JSON, refused when it is larger than any tokenizer's (checked by its size)."""
+    with contextlib.suppress(FileNotFoundError):
+        size = file.stat().st_size
+        if size > MODEL_FILE_MAX_BYTES:
+            raise InputError(str(file), f"is {size:,} bytes, over the {MODEL_FILE_MAX_BYTES:,} a tokenizer file "
+                             "may have")
 
 
 def _check_weights(path: Path, result: ModelCheck, fetch: str) -> None:
@@ -338,7 +363,7 @@ def _listed_shards(index_file: Path, result: ModelCheck) -> list[str]:
     """The shard names the index's weight_map lists; a weight_map of another shape is a problem naming the field
     (`{"a": 5}` was a traceback)."""
     try:
-        index = read_json(index_file)
+        index = read_json(index_file, _model_file_limits())
     except InputError as exc:
         result.problems.append(f"{exc.message}: copy it again.")
         return []

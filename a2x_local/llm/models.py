@@ -8,6 +8,7 @@ under the same `[models.NAME]` tables. Paths are relative to the models folder (
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from a2x_local.config_check import setting_file
 from a2x_local.errors import UserError
 from a2x_local.llm.config import EngineConfig
 from a2x_local.overrides import overrides_of
@@ -94,13 +96,29 @@ def load_aliases(settings: Settings) -> dict[str, ModelAlias]:
     raw = deep_merge(packaged_file("models.toml").get("models", {}), settings.section("models"))
     aliases = {}
     for name, table in sorted(raw.items()):
+        if not isinstance(table, dict):
+            raise UserError(f"{_alias_where(settings, name)}: must be a table, not {type(table).__name__}",
+                            code="ConfigError", hint=f'write [models."{name}"] on a line of its own with path = '
+                            f'"FOLDER" under it; see the comments at the top of {ALIASES_FILE}')
         try:
             aliases[name] = ModelAlias.model_validate(table)
         except ValidationError as exc:
-            raise UserError(f"model alias '{name}' ([models.\"{name}\"] of your configuration): "
-                            f"{validation_problems(exc)}",
-                            hint=f"Each alias needs a `path`; see the comments at the top of {ALIASES_FILE}.") from exc
+            fields = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
+            hint = (f"each alias needs a `path` (its model folder); see the comments at the top of {ALIASES_FILE}"
+                    if "path" in fields and "path" not in table else
+                    f"fix {', '.join(fields) or 'the table'}: the comments at the top of {ALIASES_FILE} say what "
+                    "each key takes")
+            raise UserError(f"{_alias_where(settings, name)} {validation_problems(exc, root='table')}",
+                            code="ConfigError", hint=hint) from exc
     return aliases
+
+
+def _alias_where(settings: Settings, name: str) -> str:
+    """Where an alias is declared, for its errors: the configuration file that sets it, and its table."""
+    source = setting_file(settings, "models", name)
+    if source is None:      # packaged, or given to Settings by a library caller rather than by a file
+        source = ALIASES_FILE if name in packaged_file("models.toml").get("models", {}) else "the configuration"
+    return f"{source}: [models.{json.dumps(name, ensure_ascii=False)}]"
 
 
 def alias_path(settings: Settings, entry: ModelAlias) -> Path:

@@ -66,7 +66,7 @@ def test_invalid_alias_names_the_file_and_alias(settings: Settings) -> None:
     config = dict(settings.config, models={"broken": {"max_model_len": 4096, "colour": "red"}})
     with pytest.raises(UserError) as caught:
         load_aliases(Settings(settings.home, settings.db_path, settings.models_dir, config))
-    assert "model alias 'broken'" in caught.value.message
+    assert caught.value.message.startswith('the configuration: [models."broken"] ')
     assert "path" in caught.value.message and "colour" in caught.value.message
 
 
