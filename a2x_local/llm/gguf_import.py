@@ -40,8 +40,9 @@ from a2x_local.outfiles import write_output
 
 PROVENANCE_FILE = "a2x-gguf-import.json"
 IMPORT_DTYPES = ("float32", "bfloat16", "float16")
-# One folder name, no way out of the models folder, nothing a shell or a TOML key would trip on.
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# One folder name, no way out of the models folder, nothing a shell or a TOML key would trip on. Used with
+# `fullmatch`: with `match`, a `$` also matches before a final line break, so "nl\n" passed (probe P01).
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 HEARTBEAT_S = 15.0
 
 Step = Callable[[str], None]
@@ -68,7 +69,7 @@ class ImportReport:
 
 def check_name(name: str) -> str:
     """``name`` when it is one safe path segment (the model folder's name); else `UserError`."""
-    if not SAFE_NAME.match(name) or name.endswith((".", ".lock")) or ".." in name:
+    if not SAFE_NAME.fullmatch(name) or name.endswith((".", ".lock")) or ".." in name:
         raise UserError(f"model name {name!r} is not one safe folder name",
                         hint="use letters, digits, '.', '_' and '-' (at most 100, starting with a letter or digit), "
                              "e.g. --name my-model-7b")

@@ -175,10 +175,13 @@ def test_an_architecture_transformers_cannot_read_is_refused(cli, tmp_path: Path
     assert leftovers(models_dir) == []
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden", "-flag", "x" * 101, "name.lock", "sp ace"])
+@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden", "-flag", "x" * 101, "name.lock", "sp ace", "nl\n",
+                                  "nl\nx", "\nnl"])
 def test_a_name_that_is_not_one_safe_folder_name_is_refused(cli, tiny_gguf: Path, models_dir: Path, name: str):
     assert "is not one safe folder name" in refused(cli, tiny_gguf, name)
     assert leftovers(models_dir) == [] and not (models_dir.parent / "escape").exists()
+    # Refused before anything is made, its lock file included (probe P01: "nl\n" left `.nl\n.import.lock`).
+    assert not models_dir.exists() or list(models_dir.iterdir()) == []
 
 
 def test_the_name_of_a_packaged_alias_is_refused(cli, tiny_gguf: Path, models_dir: Path):
