@@ -183,63 +183,102 @@ PY
 # The locks are handed to `pip install -r`, which takes a line as an option (-r, -c, --find-links, --index-url, -e
 # read other files, named pipes and devices among them, or install from outside the bundle) or a URL or a path as a
 # requirement. Only what `a2x-local bundle` writes is taken: comments, blank lines and `NAME==VERSION` lines with
-# `--hash=sha256:HEX` options (continued with a backslash or not), in UTF-8 text; anything else is refused by line.
-"$py" - "$max_text" "$here/requirements.lock" "$here/project.lock" <<'PY' \
-  || fail "a lock of the bundle $here holds what \`a2x-local bundle\` never writes (named above); nothing was made" "$copy_again"
-import re, sys
-cap, paths = int(sys.argv[1]), sys.argv[2:]
-pin = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?==[A-Za-z0-9][A-Za-z0-9.+!_-]*"
+# `--hash=sha256:HEX` options (continued with a backslash or not), in printable ASCII (a tab and spaces between the
+# parts); anything else is refused by line. pip splits a lock with str.splitlines(), which also breaks a line at
+# \x1c-\x1e, \x85, \u2028 and \u2029, and decodes it by a `coding:` comment of its first two lines (utf-7 spells
+# \u2028 in ASCII): neither gets through, and every piece pip's own split makes is checked again.
+# Then every pin has its one wheel in wheels/ (by the names wheel files carry), and project.lock pins a2x-local:
+# a damaged bundle is named here, before the environment is made, not by pip half-way through.
+"$py" - "$max_text" "$here/wheels" "$here/requirements.lock" "$here/project.lock" <<'PY' \
+  || fail "a lock of the bundle $here does not fit the bundle (named above); nothing was made" "$copy_again"
+import os, re, sys
+cap, wheels, paths = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+pin = r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([A-Za-z0-9][A-Za-z0-9.+!_-]*)"
 digest = r"--hash=sha256:[0-9a-fA-F]{64}"
 comment = r"(?:[ \t]+#(?:.*[^\\])?)?"   # a comment never ends with a backslash (pip would join the next line)
-first = re.compile(rf"({pin})((?:[ \t]+{digest})*)[ \t]*(?:(\\)|{comment})")
+first = re.compile(rf"{pin}((?:[ \t]+{digest})*)[ \t]*(?:(\\)|{comment})")
 more = re.compile(rf"[ \t]+{digest}(?:[ \t]+{digest})*[ \t]*(?:(\\)|{comment})")
 control = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+foreign = re.compile(r"[^\t\x20-\x7e]")          # a lock line is printable ASCII, a tab allowed
+coding = re.compile(r"coding[:=]")               # pip decodes the file by such a comment (PEP 263)
+norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
 bad = 0
 def refuse(path: str, number: int, what: str) -> None:
     global bad
     bad += 1
     print(f"install: error: {path}{f' line {number}' if number else ''}: {what}", file=sys.stderr)
-for path in paths:
-    with open(path, "rb") as stream:
-        data = stream.read(cap + 1)
-    if len(data) > cap:
-        refuse(path, 0, f"the file holds more than {cap} bytes")
-        continue
+def check(path: str, lines: list[str], pins: list[tuple[int, str, str]]) -> bool:
     continued, hashes, number = False, False, 0
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            refuse(path, number, f"is not UTF-8 text (byte {error.start} of the line: {raw[:60]!r})")
-            break
-        shown = repr(line[:80]) + ("..." if len(line) > 80 else "")
-        if control.search(line):
-            refuse(path, number, f"holds a control character: {shown}")
-            break
+    for number, line in enumerate(lines, start=1):
+        shown = ascii(line[:80]) + ("..." if len(line) > 80 else "")
+        found = foreign.search(line)
+        if found:
+            char = found[0]
+            what = "a control character" if control.match(char) else "a character that is not ASCII"
+            refuse(path, number, f"holds {what}, U+{ord(char):04X}, at column {found.start() + 1} (a lock line is "
+                   f"printable ASCII; pip would split the line there or read it otherwise): {shown}")
+            return False
+        if coding.search(line):
+            refuse(path, number, f"declares an encoding (pip would decode the file by it): {shown}")
+            return False
         if continued:
             found = more.fullmatch(line)
             if not found:
                 refuse(path, number, f"continues a requirement with what is not --hash=sha256:HEX: {shown}")
-                break
+                return False
             continued, hashes = bool(found[1]), True
         elif not line.strip() or line.startswith("#"):
             if line.endswith("\\"):
                 refuse(path, number, f"is a comment ending with a backslash (pip joins the next line to it): {shown}")
-                break
+                return False
             continue
         else:
             found = first.fullmatch(line)
             if not found:
                 what = "an option" if line.lstrip().startswith("-") else "a requirement that is not NAME==VERSION"
                 refuse(path, number, f"is {what} (only NAME==VERSION --hash=sha256:HEX is taken): {shown}")
-                break
-            continued, hashes = bool(found[3]), bool(found[2])
+                return False
+            pins.append((number, found[1], found[2]))
+            continued, hashes = bool(found[4]), bool(found[3])
         if not continued and not hashes:
             refuse(path, number, f"is a requirement with no --hash=sha256:HEX: {shown}")
-            break
-    else:
-        if continued:
-            refuse(path, number, "ends the file with a backslash: the requirement it continues has no end")
+            return False
+    if continued:
+        refuse(path, number, "ends the file with a backslash: the requirement it continues has no end")
+        return False
+    return True
+# The wheels by the name and version their file names carry (NAME-VERSION-[BUILD-]PY-ABI-PLATFORM.whl).
+have: dict[tuple[str, str], list[str]] = {}
+for entry in sorted(os.listdir(wheels)):
+    parts = entry[:-4].split("-") if entry.endswith(".whl") else []
+    if len(parts) in (5, 6):
+        have.setdefault((norm(parts[0]), parts[1].lower()), []).append(entry)
+for path in paths:
+    with open(path, "rb") as stream:
+        data = stream.read(cap + 1)
+    if len(data) > cap:
+        refuse(path, 0, f"the file holds more than {cap} bytes")
+        continue
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        start = data.rfind(b"\n", 0, error.start) + 1
+        number, line = data[:start].count(b"\n") + 1, data[start:].split(b"\n")[0]
+        refuse(path, number, f"is not UTF-8 text (byte {error.start - start} of the line: {line[:60]!r})")
+        continue
+    pins: list[tuple[int, str, str]] = []
+    # The lines as this script reads them, then the pieces pip's own split makes: both must be what a bundle writes.
+    if not check(path, text.split("\n"), pins) or not check(path, text.splitlines(), []):
+        continue
+    for number, name, version in pins:
+        found = have.get((norm(name), version.replace("-", "_").lower()), [])
+        if len(found) != 1:
+            what = "no wheel" if not found else f"{len(found)} wheels ({', '.join(found)})"
+            refuse(path, number, f"pins {name}=={version}, but wheels/ holds {what} of it "
+                   f"({name.replace('-', '_')}-{version}-*.whl): the bundle is not whole")
+    if path.endswith("/project.lock") and "a2x-local" not in {norm(name) for _, name, _ in pins}:
+        refuse(path, 0, "pins no a2x-local (a2x-local==VERSION --hash=sha256:HEX): the bundle would install "
+               "no a2x-local")
 raise SystemExit(1 if bad else 0)
 PY
 

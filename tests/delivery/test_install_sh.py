@@ -503,12 +503,14 @@ def test_a_lock_line_that_is_not_a_hashed_pin_is_refused_before_anything_is_made
 
 
 def test_a_lock_of_hashed_pins_continued_and_commented_is_installed(tmp_path: Path):
-    """H01: what the builder writes, and the same pins continued with a backslash, still install."""
+    """H01: what the builder writes, and the same pins continued with a backslash, still install (P05: in ASCII,
+    a tab allowed; a comment in other letters is refused, tests/delivery/test_probes_seventh_round_kit.py)."""
     bundle = make_bundle(tmp_path / "bundle", "b-one", {"alpha": "1.0", "beta": "2.0"})
     lock = bundle / "requirements.lock"
     lines = lock.read_text().splitlines()
     name, digest = lines[2].split(" ", 1)
-    lock.write_text(f"{lines[0]}\n\n# café\n{lines[1]}  # alpha-1.0-py3-none-any.whl\n{name} \\\n    {digest}\n")
+    lock.write_text(f"{lines[0]}\n\n# a note,\tafter a tab\n{lines[1]}  # alpha-1.0-py3-none-any.whl\n"
+                    f"{name} \\\n    {digest}\n")
     write_sums(bundle)
     done = run_install(bundle, tmp_path / "venv")
     assert done.returncode == 0, done.stderr
