@@ -314,7 +314,7 @@ def _check_size(file: Path) -> None:
         size = file.stat().st_size
         if size > MODEL_FILE_MAX_BYTES:
             raise InputError(str(file), f"is {size:,} bytes, over the {MODEL_FILE_MAX_BYTES:,} a tokenizer file "
-                             "may have")
+                             "may have", hint="copy the tokenizer files that come with the model again")
 
 
 def _check_weights(path: Path, result: ModelCheck, fetch: str) -> None:
