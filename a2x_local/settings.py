@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from a2x_local import long_ints
-from a2x_local.errors import UserError
+from a2x_local.errors import InputError, UserError
 
 DEFAULTS_PACKAGE = "a2x_local.defaults"
 
@@ -35,7 +35,10 @@ CONFIG_MAX_DEPTH = 32
 
 def read_toml(path: Path) -> dict[str, Any]:
     """A configuration file, read as every input file is (a regular file, bounded: `jsonfiles.read_bytes`)."""
-    from a2x_local.jsonfiles import read_bytes  # jsonfiles reads its limits from the settings: imported late
+    from a2x_local.jsonfiles import (  # jsonfiles reads its limits from the settings: imported late
+        check_depth,
+        read_bytes,
+    )
 
     if not path.exists() and not path.is_symlink():
         raise UserError(f"{path}: configuration file not found",
@@ -65,24 +68,14 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: arrays or inline tables nested too deeply to read (thousands of levels)",
                         code="TooDeep", hint="no setting nests more than a few levels: fix the value of the key "
                         "whose brackets do not close") from exc
-    if _depth(config) > CONFIG_MAX_DEPTH:
+    try:
+        check_depth(config, CONFIG_MAX_DEPTH + 1, str(path))      # the file itself is a level there
+    except InputError as exc:
         raise UserError(f"{path}: tables or keys nested more than {CONFIG_MAX_DEPTH} levels deep ([a.b.c...] "
                         "headers, dotted keys, arrays or inline tables)", code="TooDeep",
-                        hint="no setting nests more than a few levels: fix the header or key with that many parts")
+                        hint="no setting nests more than a few levels: fix the header or key with that many "
+                        "parts") from exc
     return config
-
-
-def _depth(value: Any) -> int:
-    """How deep tables and arrays nest in ``value``, counted without recursion (it is what is being bounded)."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
-        if isinstance(item, dict):
-            stack.extend((child, level + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, level + 1) for child in item)
-    return deepest
 
 
 @cache

@@ -302,12 +302,16 @@ def spool_problem(path: Path) -> str | None:
         info = os.lstat(path)
     except FileNotFoundError:
         return None
-    if stat.S_ISLNK(info.st_mode):
+    return _not_a_spool(info.st_mode, info.st_size)
+
+
+def _not_a_spool(mode: int, size: int) -> str | None:
+    if stat.S_ISLNK(mode):
         return "is a symbolic link, not a spool a server wrote; it is not followed"
-    if not stat.S_ISREG(info.st_mode):
-        return f"is {kind_of(info.st_mode)}, not a regular file"
-    if info.st_size > MAX_SPOOL_BYTES:
-        return f"is {info.st_size:,} bytes, over the {MAX_SPOOL_BYTES:,} a spool may hold"
+    if not stat.S_ISREG(mode):
+        return f"is {kind_of(mode)}, not a regular file"
+    if size > MAX_SPOOL_BYTES:
+        return f"is over the {MAX_SPOOL_BYTES:,} bytes a spool may hold ({size:,} or more)"
     return None
 
 
@@ -324,18 +328,18 @@ def read_spool(path: Path) -> list[AuditRow]:
         log.error("audit spool %s not read: %s", path, spool_problem(path) or exc.strerror or exc)
         return []
     with os.fdopen(descriptor, "rb") as file:
-        info = os.fstat(descriptor)
-        data = file.read(MAX_SPOOL_BYTES + 1) if stat.S_ISREG(info.st_mode) else b""
-    if not stat.S_ISREG(info.st_mode) or len(data) > MAX_SPOOL_BYTES:
-        problem = (f"is {kind_of(info.st_mode)}, not a regular file" if not stat.S_ISREG(info.st_mode)
-                   else f"is over the {MAX_SPOOL_BYTES:,} bytes a spool may hold")
+        info = os.fstat(descriptor)          # the file opened: one swapped in since a listing is checked too
+        problem = _not_a_spool(info.st_mode, info.st_size)
+        data = file.read(MAX_SPOOL_BYTES + 1) if problem is None else b""
+    problem = problem or _not_a_spool(info.st_mode, len(data))      # bounded while read: a file that grew
+    if problem is not None:
         log.error("audit spool %s not read: %s", path, problem)
         return []
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
-            data = json.loads(line)
-            data["called_at"] = datetime.fromisoformat(data["called_at"])
-            rows.append(AuditRow(**data))
+            data_row = json.loads(line)
+            data_row["called_at"] = datetime.fromisoformat(data_row["called_at"])
+            rows.append(AuditRow(**data_row))
         except (ValueError, TypeError, KeyError):
             log.warning("audit spool %s: a damaged line skipped", path)
     return rows
